@@ -1,0 +1,79 @@
+"""``dvrk-ident``: the package's command line, calling the same core as the nodes.
+
+Each capability registers a sub-command in :data:`SUBCOMMANDS`; errors of the
+:class:`~dvrk_ident_ros.errors.DvrkIdentError` family end the command with a
+one-line message and exit status 2, never a traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+
+from dvrk_ident_ros import __version__
+from dvrk_ident_ros.environment import ensure_ament_prefix_path, run_checks
+from dvrk_ident_ros.errors import DvrkIdentError
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def _doctor(args: argparse.Namespace) -> int:
+    """Check that the installation is complete (used at the end of ``make setup``)."""
+    ensure_ament_prefix_path()
+    checks = run_checks()
+    failed = [c for c in checks if not c.ok]
+    if args.json:
+        print(json.dumps([c.__dict__ for c in checks], indent=2))
+    elif not args.quiet or failed:
+        for c in checks:
+            if not args.quiet or not c.ok:
+                print(f"{'ok ' if c.ok else 'BAD'} {c.name:<20} {c.detail}")
+    if failed:
+        print(f"dvrk-ident doctor: {len(failed)} check(s) failed", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _add_doctor(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("doctor", help="check the installation (dependencies, interfaces, executables)")
+    p.add_argument("--json", action="store_true", help="print the checks as JSON")
+    p.add_argument("--quiet", action="store_true", help="print only failed checks")
+    p.set_defaults(handler=_doctor)
+
+
+#: Functions that add one sub-command each to the parser.
+SUBCOMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [_add_doctor]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="dvrk-ident",
+        description="Identify dVRK arm dynamics and gravity compensation (ROS-free core).",
+    )
+    parser.add_argument("--version", action="version", version=f"dvrk-ident {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for add in SUBCOMMANDS:
+        add(sub)
+    return parser
+
+
+def run(args: argparse.Namespace) -> int:
+    """Call the sub-command's handler; library errors become one line and status 2."""
+    handler: Handler = args.handler
+    try:
+        return handler(args)
+    except DvrkIdentError as exc:
+        print(f"dvrk-ident {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run(build_parser().parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

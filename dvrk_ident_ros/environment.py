@@ -1,0 +1,84 @@
+"""Facts about the installation, shared by the command line and the nodes.
+
+ROS-free: it only looks for modules and files, it never imports rclpy.
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+PACKAGE_NAME = "dvrk_ident"
+INTERFACE_MODULES = ("dvrk_ident.msg", "dvrk_ident.srv", "dvrk_ident.action")
+CORE_DEPENDENCIES = ("numpy", "scipy", "sympy", "cvxpy", "clarabel", "yaml", "rosbags", "matplotlib")
+
+
+def ensure_ament_prefix_path(prefix: str | None = None) -> str:
+    """Make sure ``AMENT_PREFIX_PATH`` lists ``prefix`` (default: this Python's prefix).
+
+    In a sourced ROS 2 workspace the variable is already set and the prefix is
+    appended only if absent; in the project's virtual environment (the wheels'
+    underlay, with dvrk_ident installed into it) this is what lets
+    ``ament_index_python`` and rclpy find their resources with no set-up.
+    """
+    prefix = prefix or sys.prefix
+    parts = [p for p in os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep) if p]
+    if prefix not in parts and (Path(prefix) / "share" / "ament_index").is_dir():
+        parts.append(prefix)
+        os.environ["AMENT_PREFIX_PATH"] = os.pathsep.join(parts)
+    return os.environ.get("AMENT_PREFIX_PATH", "")
+
+
+def find_share_directory() -> Path | None:
+    """The installed ``share/dvrk_ident`` directory, or the source tree when running from it."""
+    for prefix in [sys.prefix, *os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep)]:
+        if prefix and (Path(prefix) / "share" / PACKAGE_NAME / "package.xml").is_file():
+            return Path(prefix) / "share" / PACKAGE_NAME
+    source_root = Path(__file__).resolve().parent.parent
+    if (source_root / "package.xml").is_file():
+        return source_root
+    return None
+
+
+def executables_directory() -> Path:
+    """Where the node executables of this installation live (``<prefix>/lib/dvrk_ident``)."""
+    return Path(sys.prefix) / "lib" / PACKAGE_NAME
+
+
+@dataclass(frozen=True)
+class Check:
+    """One line of ``dvrk-ident doctor``."""
+
+    name: str
+    ok: bool
+    detail: str
+
+
+def run_checks() -> list[Check]:
+    """Check the core dependencies, rclpy, the generated interfaces and the executables."""
+    checks = []
+    for module in CORE_DEPENDENCIES:
+        try:
+            mod = importlib.import_module(module)
+            checks.append(Check(module, True, str(getattr(mod, "__version__", ""))))
+        except Exception as exc:  # noqa: BLE001 - report any import failure
+            checks.append(Check(module, False, f"{type(exc).__name__}: {exc}"))
+    try:
+        rclpy_found = importlib.util.find_spec("rclpy") is not None
+    except ImportError:
+        rclpy_found = False
+    checks.append(Check("rclpy", rclpy_found, "found" if rclpy_found else "not importable"))
+    for module in INTERFACE_MODULES:
+        try:
+            importlib.import_module(module)
+            checks.append(Check(module, True, "imports"))
+        except Exception as exc:  # noqa: BLE001
+            checks.append(Check(module, False, f"{type(exc).__name__}: {exc}"))
+    exe_dir = executables_directory()
+    checks.append(
+        Check("executables", (exe_dir / "dvrk-ident").exists(), str(exe_dir))
+    )
+    return checks

@@ -1,0 +1,64 @@
+"""Shared fixtures: ROS isolation (one ROS_DOMAIN_ID per test, localhost only),
+paths of the repository, the installation and ../shared."""
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+SHARED = REPO_ROOT.parent / "shared"
+
+_domain_counter = itertools.count()
+
+
+def _rclpy_available() -> bool:
+    return importlib.util.find_spec("rclpy") is not None
+
+
+def next_domain_id() -> int:
+    """A ROS_DOMAIN_ID unused by earlier tests of this run (1..100, valid on Linux)."""
+    return 1 + (os.getpid() * 13 + next(_domain_counter)) % 100
+
+
+@pytest.fixture
+def ros_env(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """Environment of this test and its subprocesses: own domain, localhost only."""
+    if not _rclpy_available():
+        pytest.skip("rclpy is not installed (run `make setup`)")
+    from dvrk_ident_ros.environment import ensure_ament_prefix_path
+
+    ensure_ament_prefix_path()
+    monkeypatch.setenv("ROS_DOMAIN_ID", str(next_domain_id()))
+    monkeypatch.setenv("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+    monkeypatch.setenv("RMW_IMPLEMENTATION", "rmw_fastrtps_cpp")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")]))
+    monkeypatch.setenv("PYTHONUNBUFFERED", "1")
+    return dict(os.environ)
+
+
+@pytest.fixture
+def rclpy_context(ros_env: dict[str, str]):
+    """An initialised rclpy context for this test, shut down afterwards."""
+    import rclpy
+
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    yield context
+    context.try_shutdown()
+
+
+@pytest.fixture
+def shared_dir() -> Path:
+    if not SHARED.is_dir():
+        pytest.skip(f"{SHARED} is absent: the real dVRK recordings ship separately from the package")
+    return SHARED
+
+
+@pytest.fixture
+def python() -> str:
+    return sys.executable
