@@ -15,7 +15,7 @@ setup:
 	@bash tools/setup.sh
 
 lint: setup
-	$(VENV)/bin/ruff check dvrk_ident_ros test tools bench launch
+	$(VENV)/bin/ruff check .
 
 test: setup lint
 	$(PY) -m pytest test
