@@ -33,13 +33,14 @@ def ensure_ament_prefix_path(prefix: str | None = None) -> str:
 
 
 def find_share_directory() -> Path | None:
-    """The installed ``share/dvrk_ident`` directory, or the source tree when running from it."""
-    for prefix in [sys.prefix, *os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep)]:
-        if prefix and (Path(prefix) / "share" / PACKAGE_NAME / "package.xml").is_file():
-            return Path(prefix) / "share" / PACKAGE_NAME
+    """The package's share directory: the source tree when the code runs from it,
+    else the installed ``share/dvrk_ident`` of this prefix or of AMENT_PREFIX_PATH."""
     source_root = Path(__file__).resolve().parent.parent
     if (source_root / "package.xml").is_file():
         return source_root
+    for prefix in [sys.prefix, *os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep)]:
+        if prefix and (Path(prefix) / "share" / PACKAGE_NAME / "package.xml").is_file():
+            return Path(prefix) / "share" / PACKAGE_NAME
     return None
 
 
