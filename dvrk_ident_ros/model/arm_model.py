@@ -89,8 +89,7 @@ class ArmModel:
 
     def base_regressor(self, q, qd, qdd) -> np.ndarray:
         """H_b (N x n x r) such that H delta = H_b delta_b (eq. 16)."""
-        H = self.regressor(q, qd, qdd)
-        return H[:, :, self.base.independent] + H[:, :, self.base.dependent] @ self.base.beta.T
+        return self.regressor(q, qd, qdd)[:, :, self.base.independent]
 
     def known_torques(self, q) -> np.ndarray:
         """Torques modelled but not identified (the MTM joint-4 cable), N x n."""
@@ -115,7 +114,7 @@ class ArmModel:
 
     def _motor_inertia(self, qdd: np.ndarray, delta) -> np.ndarray:
         delta = np.asarray(delta)
-        out = np.zeros(qdd.shape)
+        out = np.zeros(qdd.shape, dtype=np.result_type(qdd, delta))
         d = self.description
         elements = [(f.name, f.joint) for f in d.frames if f.motor_inertia]
         elements += [(dr.name, dr.coordinate) for dr in d.drives if dr.motor_inertia]
