@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from dvrk_ident_ros import __version__
 from dvrk_ident_ros.environment import ensure_ament_prefix_path, run_checks
 from dvrk_ident_ros.errors import DvrkIdentError
+from dvrk_ident_ros.model.commands import add_model_commands
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -43,7 +44,7 @@ def _add_doctor(sub: argparse._SubParsersAction) -> None:
 
 
 #: Functions that add one sub-command each to the parser.
-SUBCOMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [_add_doctor]
+SUBCOMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [_add_doctor, add_model_commands]
 
 
 def build_parser() -> argparse.ArgumentParser:

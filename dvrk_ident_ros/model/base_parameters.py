@@ -50,7 +50,8 @@ class BaseParameters:
             for j, dep in enumerate(self.dependent):
                 c = self.beta[i, j]
                 if c != 0:
-                    text += f" {'-' if c < 0 else '+'} {abs(c):.{digits}g} {names[dep]}"
+                    factor = "" if np.isclose(abs(c), 1.0, rtol=1e-12) else f"{abs(c):.{digits}g} "
+                    text += f" {'-' if c < 0 else '+'} {factor}{names[dep]}"
             out.append(text)
         return out
 
