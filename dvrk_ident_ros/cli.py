@@ -12,6 +12,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from dvrk_ident_ros import __version__
+from dvrk_ident_ros.demo import add_demo_command
 from dvrk_ident_ros.environment import ensure_ament_prefix_path, run_checks
 from dvrk_ident_ros.errors import DvrkIdentError
 from dvrk_ident_ros.model.commands import add_model_commands
@@ -44,7 +45,7 @@ def _add_doctor(sub: argparse._SubParsersAction) -> None:
 
 
 #: Functions that add one sub-command each to the parser.
-SUBCOMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [_add_doctor, add_model_commands]
+SUBCOMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [_add_doctor, add_model_commands, add_demo_command]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -14,7 +14,7 @@ def _write_variant(tmp_path: Path, edit) -> Path:
     raw = yaml.safe_load((config_directory() / "mtm.yaml").read_text())
     edit(raw)
     path = tmp_path / "arm.yaml"
-    path.write_text(yaml.safe_dump(raw))
+    path.write_text(yaml.safe_dump(raw, sort_keys=False))
     return path
 
 
@@ -91,9 +91,20 @@ def test_a_new_arm_needs_no_code(tmp_path):
         ],
     }
     path = tmp_path / "planar2.yaml"
-    path.write_text(yaml.safe_dump(raw))
+    path.write_text(yaml.safe_dump(raw, sort_keys=False))
     model = load_model(path, cache_dir=tmp_path / "cache")
     # planar 2R with gravity in the plane: ZZ1R, mx1R, my1R, ZZ2, mx2, my2, plus Fv1, Fc1, Fo1
     assert model.base.count == 9
     assert sorted(n.split()[0] for n in model.base_parameter_names) == sorted(
         ["Fv1", "Fc1", "Fo1", "L1zz", "l1x", "l1y", "L2zz", "l2x", "l2y"])
+
+
+def test_variant_limits_mirror_the_right_wrist():
+    d = load_description("mtm")
+    left, right = d.limits_for("MTML"), d.limits_for("mtmr")
+    assert left["q1"] == right["q1"]
+    lo, hi, vmax = left["q5"]
+    assert right["q5"] == (-hi, -lo, vmax)
+    assert abs(left["q1"][0] - (-57 * 3.141592653589793 / 180)) < 1e-12
+    with pytest.raises(DescriptionError, match="unknown variant 'ECM'"):
+        d.limits_for("ECM")

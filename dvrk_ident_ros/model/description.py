@@ -95,6 +95,26 @@ class ArmDescription:
     def dof(self) -> int:
         return len(self.motor_symbols)
 
+    def limits_for(self, variant: str | None = None) -> dict[str, tuple[float, float, float]]:
+        """Position range and maximum speed per limited coordinate, in SI units (rad, m).
+
+        A variant listing ``mirrored_coordinates`` (the right MTM's wrist) has
+        those ranges negated and swapped: [lo, hi] -> [-hi, -lo].
+        """
+        spec = self.variants.get(variant.upper(), None) if variant else {}
+        if spec is None:
+            known = ", ".join(sorted(self.variants)) or "none"
+            raise DescriptionError(f"{self.path}: variants: unknown variant {variant!r} (known: {known})")
+        mirrored = set((spec or {}).get("mirrored_coordinates", []))
+        scale = np.pi / 180.0 if self.limits.get("units", "rad") == "deg" else 1.0
+        out = {}
+        for name, entry in (self.limits.get("coordinates") or {}).items():
+            lo, hi = (float(x) * scale for x in entry["position"])
+            if name in mirrored:
+                lo, hi = -hi, -lo
+            out[name] = (lo, hi, float(entry.get("velocity", np.inf)) * scale)
+        return out
+
     def frame(self, name: str) -> Frame:
         for f in self.frames:
             if f.name == name:
