@@ -6,7 +6,7 @@ the receiving process can check every field made it across.
 import sys
 
 import rclpy
-from rclpy.executors import ExternalShutdownException
+from spin import spin_until_interrupted
 
 from dvrk_ident.msg import GravityCompensationDiagnostics
 
@@ -38,14 +38,7 @@ def main() -> int:
         seq[0] += 1
 
     node.create_timer(0.05, tick)
-    try:
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+    return spin_until_interrupted(node)
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ processes (request fields in, every response field out).
 import sys
 
 import rclpy
-from rclpy.executors import ExternalShutdownException
+from spin import spin_until_interrupted
 
 from dvrk_ident.msg import StageTiming
 from dvrk_ident.srv import Identify
@@ -31,14 +31,7 @@ def main() -> int:
     rclpy.init()
     node = rclpy.create_node("identify_test_server")
     node.create_service(Identify, "/identify", answer)
-    try:
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+    return spin_until_interrupted(node)
 
 
 if __name__ == "__main__":
