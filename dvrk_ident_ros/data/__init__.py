@@ -1,0 +1,1 @@
+"""Recordings: loaders (WPI CSV, CSV/NPZ; bags later), filtering, differentiation."""
