@@ -1,0 +1,123 @@
+"""From recordings to a parameter file, and from a parameter file to predictions.
+
+The same functions serve the command line and the /identify service.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, replace
+from pathlib import Path
+
+import numpy as np
+
+from dvrk_ident_ros.data.dataset import Dataset
+from dvrk_ident_ros.data.loaders import load_dataset
+from dvrk_ident_ros.data.processing import FilterSettings, lowpass, process
+from dvrk_ident_ros.errors import DataError, SolverError
+from dvrk_ident_ros.identify.least_squares import solve_least_squares
+from dvrk_ident_ros.identify.problem import Regression, build_regression, default_filter, relative_errors
+from dvrk_ident_ros.identify.results import IdentificationResult
+from dvrk_ident_ros.identify.sdp import solve_sdp
+from dvrk_ident_ros.model.arm_model import ArmModel, load_model
+
+METHODS = ("sdp", "wls", "ols")
+
+
+def prepare(model: ArmModel, data: Dataset, settings: FilterSettings | None = None) -> Dataset:
+    return process(data, settings or default_filter(model))
+
+
+def _stack(regressions: list[Regression]) -> Regression:
+    return Regression(np.concatenate([r.Hb for r in regressions]), np.concatenate([r.y for r in regressions]))
+
+
+def identify(model: ArmModel, datasets: list[Dataset], method: str = "sdp",
+             settings: FilterSettings | None = None) -> IdentificationResult:
+    """Identify from raw datasets (filtered here with ``settings`` or the arm's defaults)."""
+    if method not in METHODS:
+        raise SolverError(f"unknown method {method!r} (known: {', '.join(METHODS)})")
+    settings = settings or default_filter(model)
+    timings: dict[str, float] = {}
+    t0 = time.perf_counter()
+    processed = [prepare(model, d, settings) for d in datasets]
+    timings["filter"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    reg = _stack([build_regression(model, d) for d in processed])
+    timings["regressor"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    # effective independent samples: the residual is correlated over about fs / (2 fc) samples
+    correlation = max(1.0, processed[0].rate / (2.0 * settings.cutoff_hz))
+    lsq = solve_least_squares(reg, "none" if method == "ols" else "range", correlation=correlation)
+    timings["least_squares"] = time.perf_counter() - t0
+    standard = None
+    solver = {"name": "lstsq", "status": "optimal"}
+    base = lsq.base
+    bounds: dict = {}
+    if method == "sdp":
+        A, b = reg.weighted(lsq.weights)
+        sdp = solve_sdp(model, A, b)
+        timings["qr_and_solve"] = sdp.solve_seconds
+        base, standard = sdp.base, dict(zip(model.parameter_names, sdp.standard.tolist(), strict=True))
+        bounds = sdp.bounds
+        solver = {"name": "clarabel", "status": sdp.status, "iterations": sdp.iterations,
+                  "min_pseudo_inertia_eigenvalue": sdp.min_pseudo_inertia_eigenvalue,
+                  "max_bound_violation": sdp.max_bound_violation}
+    predicted = reg.Hb @ base
+    errors = relative_errors(reg.y, predicted)
+    return IdentificationResult(
+        arm=model.description.arm, description_hash=model.description.content_hash, method=method,
+        base_values=base.tolist(), base_definitions=model.base_parameter_names,
+        base_indices=model.base.independent.tolist(), filter=asdict(settings), solver=solver,
+        errors={"training": errors.tolist(), "joints": [f"tau{j + 1}" for j in range(model.dof)]},
+        standard=standard, base_std=np.sqrt(np.diag(lsq.covariance)).tolist() if method != "sdp" else None,
+        bounds=bounds, data=[d.source for d in datasets], timings=timings,
+    )
+
+
+def model_for(result: IdentificationResult) -> ArmModel:
+    model = load_model(result.arm)
+    if model.description.content_hash != result.description_hash:
+        raise DataError(f"the parameters were identified with a different {result.arm} description "
+                        f"(hash {result.description_hash[:12]}, installed {model.description.content_hash[:12]})")
+    if list(model.base.independent) != list(result.base_indices):
+        raise DataError("the base parameters of the installed model differ from those of the parameter file")
+    return model
+
+
+def predict(result: IdentificationResult, data: Dataset, model: ArmModel | None = None) -> np.ndarray:
+    """Predicted motor torques (N x n) for every sample, from recorded positions and velocities.
+
+    Positions and velocities are low-pass filtered with the file's settings
+    (no trimming: one prediction per input sample); accelerations come from
+    the filtered velocities; the known torques (MTM cable) are included.
+    """
+    model = model or model_for(result)
+    settings = FilterSettings(**result.filter)
+    fs = data.rate
+    q = lowpass(data.q, fs, settings.cutoff_hz, settings.order)
+    qd = lowpass(data.qd, fs, settings.cutoff_hz, settings.order)
+    qdd = np.gradient(qd, data.t, axis=0)
+    return model.base_regressor(q, qd, qdd) @ result.base + model.known_torques(q)
+
+
+def filtered_torques(result_or_settings, data: Dataset) -> np.ndarray:
+    """The measured torques filtered zero-phase as in the evaluation protocol (results-to-beat.md)."""
+    settings = (result_or_settings if isinstance(result_or_settings, FilterSettings)
+                else FilterSettings(**result_or_settings.filter))
+    return lowpass(data.tau, data.rate, settings.cutoff_hz, settings.order)
+
+
+def identify_files(arm: str, files: list[str | Path], method: str = "sdp", fmt: str | None = None,
+                   settings: FilterSettings | None = None) -> tuple[IdentificationResult, ArmModel]:
+    model = load_model(arm)
+    datasets = [load_dataset(f, fmt, joints=model.dof) for f in files]
+    return identify(model, datasets, method, settings), model
+
+
+def split(data: Dataset, fraction: float) -> tuple[Dataset, Dataset]:
+    """The first ``fraction`` of the samples and the rest."""
+    cut = int(round(fraction * data.samples))
+    if not 0 < cut < data.samples:
+        raise DataError(f"split fraction {fraction} leaves nothing on one side")
+    return (replace(data.select(slice(0, cut)), source=f"{data.source}[:{cut}]"),
+            replace(data.select(slice(cut, None)), source=f"{data.source}[{cut}:]"))
