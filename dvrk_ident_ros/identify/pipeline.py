@@ -116,7 +116,7 @@ def identify_files(arm: str, files: list[str | Path], method: str = "sdp", fmt: 
 
 def split(data: Dataset, fraction: float) -> tuple[Dataset, Dataset]:
     """The first ``fraction`` of the samples and the rest."""
-    cut = int(round(fraction * data.samples))
+    cut = round(fraction * data.samples)
     if not 0 < cut < data.samples:
         raise DataError(f"split fraction {fraction} leaves nothing on one side")
     return (replace(data.select(slice(0, cut)), source=f"{data.source}[:{cut}]"),

@@ -1,0 +1,80 @@
+"""``dvrk-ident identify | predict | added-mass``."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from dvrk_ident_ros.data.loaders import FORMATS, load_dataset
+from dvrk_ident_ros.identify.added_mass import estimate_added_mass
+from dvrk_ident_ros.identify.pipeline import METHODS, filtered_torques, identify_files, model_for, predict
+from dvrk_ident_ros.identify.report import plot_torques, write_text_report
+from dvrk_ident_ros.identify.results import IdentificationResult
+from dvrk_ident_ros.model.arm_model import load_model
+
+FORMAT_CHOICES = [*FORMATS, "bag"]
+
+
+def _identify(args: argparse.Namespace) -> int:
+    result, model = identify_files(args.arm, args.data, args.method, args.format)
+    out = Path(args.out)
+    result.save(out)
+    stem = out.with_suffix("")
+    write_text_report(result, stem.with_name(stem.name + "_report.txt"))
+    if not args.no_plots:
+        data = load_dataset(args.data[0], args.format, joints=model.dof)
+        pred = predict(result, data, model)
+        plot_torques(data.t, filtered_torques(result, data), pred, stem.with_name(stem.name + "_torques.png"),
+                     f"{result.arm.upper()} {result.method}: {Path(args.data[0]).name}")
+    errors = " ".join(f"{100 * e:.1f}" for e in result.errors["training"])
+    print(f"{result.arm} {result.method}: solver {result.solver['status']}; training error per joint (%): {errors}")
+    print(f"parameters written to {out}")
+    return 0
+
+
+def _predict(args: argparse.Namespace) -> int:
+    result = IdentificationResult.load(args.params)
+    model = model_for(result)
+    data = load_dataset(args.data, args.format, joints=model.dof)
+    tau = predict(result, data, model)
+    header = ",".join(f"tau{j + 1}" for j in range(model.dof))
+    np.savetxt(args.out, tau, delimiter=",", header=header, comments="", fmt="%.9g")
+    print(f"{len(tau)} predictions written to {args.out}", file=sys.stderr)
+    return 0
+
+
+def _added_mass(args: argparse.Namespace) -> int:
+    model = load_model(args.arm)
+    before = load_dataset(args.before, args.format, joints=model.dof)
+    after = load_dataset(args.after, args.format, joints=model.dof)
+    print(json.dumps(estimate_added_mass(model, args.link, before, after).as_dict(), indent=1))
+    return 0
+
+
+def add_identify_commands(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("identify", help="identify an arm's dynamic parameters from recordings")
+    p.add_argument("--arm", required=True)
+    p.add_argument("--data", required=True, nargs="+", help="recording(s): bag directory, CSV or NPZ")
+    p.add_argument("--format", choices=FORMAT_CHOICES, default=None, help="default: from the file")
+    p.add_argument("--method", choices=METHODS, default="sdp")
+    p.add_argument("--out", required=True, help="parameter file (JSON)")
+    p.add_argument("--no-plots", action="store_true")
+    p.set_defaults(handler=_identify)
+
+    p = sub.add_parser("predict", help="predict motor torques of a recording from a parameter file")
+    p.add_argument("--params", required=True)
+    p.add_argument("--data", required=True)
+    p.add_argument("--format", choices=FORMAT_CHOICES, default=None)
+    p.add_argument("--out", required=True, help="CSV with header tau1,...,tauN, one row per input sample")
+    p.set_defaults(handler=_predict)
+
+    p = sub.add_parser("added-mass", help="estimate a mass taped on a link from two recordings")
+    p.add_argument("--arm", required=True)
+    p.add_argument("--link", required=True, help="frame name, e.g. 2'' for the PSM parallelogram")
+    p.add_argument("--before", required=True)
+    p.add_argument("--after", required=True)
+    p.add_argument("--format", choices=FORMAT_CHOICES, default=None)
+    p.set_defaults(handler=_added_mass)
