@@ -89,7 +89,10 @@ def predict(result: IdentificationResult, data: Dataset, model: ArmModel | None 
 
     Positions and velocities are low-pass filtered with the file's settings
     (no trimming: one prediction per input sample); accelerations come from
-    the filtered velocities; the known torques (MTM cable) are included.
+    the filtered velocities; the known torques (MTM cable) are included. The
+    predicted torque passes through the same zero-phase low-pass as the
+    measured torques it is fitted to and compared with: the model's Coulomb
+    term switches instantly, the filtered measurement cannot.
     """
     model = model or model_for(result)
     settings = FilterSettings(**result.filter)
@@ -97,7 +100,8 @@ def predict(result: IdentificationResult, data: Dataset, model: ArmModel | None 
     q = lowpass(data.q, fs, settings.cutoff_hz, settings.order)
     qd = lowpass(data.qd, fs, settings.cutoff_hz, settings.order)
     qdd = np.gradient(qd, data.t, axis=0)
-    return model.base_regressor(q, qd, qdd) @ result.base + model.known_torques(q)
+    tau = model.base_regressor(q, qd, qdd) @ result.base + model.known_torques(q)
+    return lowpass(tau, fs, settings.cutoff_hz, settings.order)
 
 
 def filtered_torques(result_or_settings, data: Dataset) -> np.ndarray:
