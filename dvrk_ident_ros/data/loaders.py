@@ -16,10 +16,12 @@ import numpy as np
 from dvrk_ident_ros.data.dataset import Dataset
 from dvrk_ident_ros.errors import DataError
 
-FORMATS = ("wpi-csv", "csv", "npz")
+FORMATS = ("wpi-csv", "csv", "npz", "bag")
 
 
 def detect_format(path: Path) -> str:
+    if path.is_dir() and (path / "metadata.yaml").is_file():
+        return "bag"
     if path.suffix == ".npz":
         return "npz"
     if path.suffix == ".csv":
@@ -108,12 +110,23 @@ def load_npz(path: Path, joints: int = 7) -> Dataset:
     return Dataset(t=t, q=q, qd=qd, tau=tau, source=str(path))
 
 
-def load_dataset(path: str | Path, fmt: str | None = None, joints: int = 7) -> Dataset:
-    """Load a recording; ``fmt`` is one of FORMATS or None to detect it."""
+def load_dataset(path: str | Path, fmt: str | None = None, joints: int = 7,
+                 dvrk_from_motor: np.ndarray | None = None) -> Dataset:
+    """Load a recording; ``fmt`` is one of FORMATS or None to detect it.
+
+    Bags hold dVRK joint space and need the arm's coupling ``dvrk_from_motor``
+    (A) to convert to motor space; the other formats are in motor space.
+    """
     path = Path(path)
     if not path.exists():
         raise DataError(f"{path}: no such file")
     fmt = fmt or detect_format(path)
+    if fmt == "bag":
+        from dvrk_ident_ros.data.bags import load_bag
+
+        if dvrk_from_motor is None:
+            raise DataError(f"{path}: a bag needs the arm's coupling matrix to convert to motor space")
+        return load_bag(path, dvrk_from_motor)
     loaders = {"wpi-csv": load_wpi_csv, "csv": load_csv, "npz": load_npz}
     if fmt not in loaders:
         raise DataError(f"{path}: unknown format {fmt!r} (known: {', '.join(FORMATS)})")

@@ -15,7 +15,7 @@ from dvrk_ident_ros.identify.report import plot_torques, write_text_report
 from dvrk_ident_ros.identify.results import IdentificationResult
 from dvrk_ident_ros.model.arm_model import load_model
 
-FORMAT_CHOICES = [*FORMATS, "bag"]
+FORMAT_CHOICES = list(FORMATS)
 
 
 def _identify(args: argparse.Namespace) -> int:
@@ -25,7 +25,7 @@ def _identify(args: argparse.Namespace) -> int:
     stem = out.with_suffix("")
     write_text_report(result, stem.with_name(stem.name + "_report.txt"))
     if not args.no_plots:
-        data = load_dataset(args.data[0], args.format, joints=model.dof)
+        data = load_dataset(args.data[0], args.format, joints=model.dof, dvrk_from_motor=model.A)
         pred = predict(result, data, model)
         plot_torques(data.t, filtered_torques(result, data), pred, stem.with_name(stem.name + "_torques.png"),
                      f"{result.arm.upper()} {result.method}: {Path(args.data[0]).name}")
@@ -38,7 +38,7 @@ def _identify(args: argparse.Namespace) -> int:
 def _predict(args: argparse.Namespace) -> int:
     result = IdentificationResult.load(args.params)
     model = model_for(result)
-    data = load_dataset(args.data, args.format, joints=model.dof)
+    data = load_dataset(args.data, args.format, joints=model.dof, dvrk_from_motor=model.A)
     tau = predict(result, data, model)
     header = ",".join(f"tau{j + 1}" for j in range(model.dof))
     np.savetxt(args.out, tau, delimiter=",", header=header, comments="", fmt="%.9g")
@@ -48,8 +48,8 @@ def _predict(args: argparse.Namespace) -> int:
 
 def _added_mass(args: argparse.Namespace) -> int:
     model = load_model(args.arm)
-    before = load_dataset(args.before, args.format, joints=model.dof)
-    after = load_dataset(args.after, args.format, joints=model.dof)
+    before = load_dataset(args.before, args.format, joints=model.dof, dvrk_from_motor=model.A)
+    after = load_dataset(args.after, args.format, joints=model.dof, dvrk_from_motor=model.A)
     print(json.dumps(estimate_added_mass(model, args.link, before, after).as_dict(), indent=1))
     return 0
 

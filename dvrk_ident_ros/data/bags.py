@@ -1,0 +1,117 @@
+"""rosbag2 recordings (MCAP or SQLite, read with rosbags, no ROS needed).
+
+Reads sensor_msgs/JointState on ``/<ARM>/measured_js`` (and, for a PSM,
+``/<ARM>/jaw/measured_js`` as the 7th joint), time-stamped by the message
+header (receive time when the header is empty), and converts dVRK joint space
+to motor space with the arm's coupling: q^m = A^-1 q^d, tau^m = A^T tau^d.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from dvrk_ident_ros.data.dataset import Dataset
+from dvrk_ident_ros.errors import DataError
+
+JOINT_STATE = "sensor_msgs/msg/JointState"
+
+
+def _typestore():
+    from rosbags.typesys import Stores, get_typestore
+
+    return get_typestore(Stores.ROS2_JAZZY)
+
+
+def read_joint_states(path: Path, topic: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[str]]:
+    """Time (s), position, velocity, effort arrays of one JointState topic."""
+    from rosbags.rosbag2 import Reader
+
+    store = _typestore()
+    t, pos, vel, eff = [], [], [], []
+    names: list[str] = []
+    try:
+        with Reader(path) as reader:
+            connections = [c for c in reader.connections if c.topic == topic]
+            if not connections:
+                topics = sorted({c.topic for c in reader.connections})
+                raise DataError(f"{path}: no topic {topic} (topics: {', '.join(topics) or 'none'})")
+            if connections[0].msgtype != JOINT_STATE:
+                raise DataError(f"{path}: {topic} is {connections[0].msgtype}, expected {JOINT_STATE}")
+            for connection, stamp, raw in reader.messages(connections=connections):
+                msg = store.deserialize_cdr(raw, connection.msgtype)
+                header = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
+                t.append(header if header > 0 else stamp * 1e-9)
+                pos.append(np.asarray(msg.position, dtype=float))
+                vel.append(np.asarray(msg.velocity, dtype=float))
+                eff.append(np.asarray(msg.effort, dtype=float))
+                names = list(msg.name)
+    except DataError:
+        raise
+    except Exception as exc:
+        raise DataError(f"{path}: cannot read the bag: {exc}") from exc
+    if not t:
+        raise DataError(f"{path}: {topic} has no messages")
+    width = {len(p) for p in pos}
+    if len(width) != 1 or {len(v) for v in vel} != width or {len(e) for e in eff} != width:
+        raise DataError(f"{path}: {topic} messages have inconsistent lengths (position/velocity/effort)")
+    return np.asarray(t), np.vstack(pos), np.vstack(vel), np.vstack(eff), names
+
+
+def find_arm_topic(path: Path) -> str:
+    from rosbags.rosbag2 import Reader
+
+    try:
+        with Reader(path) as reader:
+            topics = sorted({c.topic for c in reader.connections})
+    except Exception as exc:
+        raise DataError(f"{path}: cannot read the bag: {exc}") from exc
+    arms = [t for t in topics if t.endswith("/measured_js") and "/jaw/" not in t and "/gripper/" not in t
+            and "/gravity_compensation/" not in t]
+    if len(arms) != 1:
+        raise DataError(f"{path}: expected one /<ARM>/measured_js topic, found {arms or 'none'}")
+    return arms[0]
+
+
+def load_bag(path: Path, dvrk_from_motor: np.ndarray, topic: str | None = None) -> Dataset:
+    """Load an arm's recording; ``dvrk_from_motor`` is the arm's A (n x n)."""
+    path = Path(path)
+    topic = topic or find_arm_topic(path)
+    t, q, qd, tau, _ = read_joint_states(path, topic)
+    n = dvrk_from_motor.shape[0]
+    if q.shape[1] == n - 1:  # PSM: the jaw is published separately
+        jaw_topic = topic.replace("/measured_js", "/jaw/measured_js")
+        tj, qj, qdj, tauj, _ = read_joint_states(path, jaw_topic)
+        idx = np.clip(np.searchsorted(tj, t), 0, len(tj) - 1)
+        q, qd, tau = (np.hstack([a, b[idx]]) for a, b in ((q, qj), (qd, qdj), (tau, tauj)))
+    if q.shape[1] != n:
+        raise DataError(f"{path}: {topic} has {q.shape[1]} joints, the arm has {n}")
+    order = np.argsort(t, kind="stable")
+    t, q, qd, tau = t[order], q[order], qd[order], tau[order]
+    keep = np.concatenate([[True], np.diff(t) > 0])
+    A_inv = np.linalg.inv(dvrk_from_motor)
+    return Dataset(t=t[keep], q=q[keep] @ A_inv.T, qd=qd[keep] @ A_inv.T, tau=tau[keep] @ dvrk_from_motor,
+                   source=f"{path}:{topic}")
+
+
+def write_joint_state_bag(path: Path, topics: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]],
+                          names: dict[str, list[str]] | None = None) -> Path:
+    """Write JointState topics {topic: (t, position, velocity, effort)} to a rosbag2 (MCAP) directory."""
+    from rosbags.rosbag2 import StoragePlugin, Writer
+
+    store = _typestore()
+    JointState = store.types[JOINT_STATE]
+    Header = store.types["std_msgs/msg/Header"]
+    Time = store.types["builtin_interfaces/msg/Time"]
+    with Writer(path, version=9, storage_plugin=StoragePlugin.MCAP) as writer:
+        for topic, (t, pos, vel, eff) in topics.items():
+            conn = writer.add_connection(topic, JOINT_STATE, typestore=store)
+            joint_names = (names or {}).get(topic) or [f"joint{j + 1}" for j in range(pos.shape[1])]
+            for k in range(len(t)):
+                sec = int(t[k])
+                msg = JointState(header=Header(stamp=Time(sec=sec, nanosec=int(np.rint((t[k] - sec) * 1e9))),
+                                               frame_id=""),
+                                 name=joint_names, position=pos[k].astype(float), velocity=vel[k].astype(float),
+                                 effort=eff[k].astype(float))
+                writer.write(conn, int(t[k] * 1e9), store.serialize_cdr(msg, JOINT_STATE))
+    return path
