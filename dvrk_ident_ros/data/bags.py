@@ -58,14 +58,18 @@ def read_joint_states(path: Path, topic: str) -> tuple[np.ndarray, np.ndarray, n
     return np.asarray(t), np.vstack(pos), np.vstack(vel), np.vstack(eff), names
 
 
-def find_arm_topic(path: Path) -> str:
+def _topics(path: Path) -> list[str]:
     from rosbags.rosbag2 import Reader
 
     try:
         with Reader(path) as reader:
-            topics = sorted({c.topic for c in reader.connections})
-    except Exception as exc:
+            return sorted({c.topic for c in reader.connections})
+    except Exception as exc:  # rosbags raises many types for unreadable bags
         raise DataError(f"{path}: cannot read the bag: {exc}") from exc
+
+
+def find_arm_topic(path: Path) -> str:
+    topics = _topics(path)
     arms = [t for t in topics if t.endswith("/measured_js") and "/jaw/" not in t and "/gripper/" not in t
             and "/gravity_compensation/" not in t]
     if len(arms) != 1:
@@ -79,8 +83,8 @@ def load_bag(path: Path, dvrk_from_motor: np.ndarray, topic: str | None = None) 
     topic = topic or find_arm_topic(path)
     t, q, qd, tau, _ = read_joint_states(path, topic)
     n = dvrk_from_motor.shape[0]
-    if q.shape[1] == n - 1:  # PSM: the jaw is published separately
-        jaw_topic = topic.replace("/measured_js", "/jaw/measured_js")
+    jaw_topic = topic.replace("/measured_js", "/jaw/measured_js")
+    if q.shape[1] == n - 1 and jaw_topic in _topics(path):  # PSM: the jaw is published separately
         tj, qj, qdj, tauj, _ = read_joint_states(path, jaw_topic)
         idx = np.clip(np.searchsorted(tj, t), 0, len(tj) - 1)
         q, qd, tau = (np.hstack([a, b[idx]]) for a, b in ((q, qj), (qd, qdj), (tau, tauj)))
