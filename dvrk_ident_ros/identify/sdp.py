@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 import cvxpy as cp
 import numpy as np
+import scipy.linalg
 
 from dvrk_ident_ros.errors import SolverError
 from dvrk_ident_ros.model.arm_model import ArmModel
@@ -72,68 +73,94 @@ def _pseudo_inertia(delta: cp.Variable, i: int) -> cp.Expression:
     ])
 
 
-def solve_sdp(model: ArmModel, A: np.ndarray, b: np.ndarray, *, tie_break: float = 1e-8,
-              prior: np.ndarray | None = None, prior_weight: float = 0.0) -> SdpResult:
-    """A (rows x r) weighted base regressor, b its target."""
-    start = time.perf_counter()
-    Q, R = np.linalg.qr(A)
-    c = Q.T @ b
+def _constraints(model: ArmModel, delta: cp.Variable) -> list:
     layout = model.layout
-    P = len(layout)
-    K = model.base.matrix(P)
-    RK = R @ K
-    # The tie-break picks one standard-parameter vector among the many with the
-    # same base parameters; each parameter is weighted by its column's norm so
-    # that the stiff-but-small columns (a spring's deflection is ~1e-4) are not
-    # shrunk more than the others.
-    column = np.linalg.norm(RK, axis=0)
-    column[column == 0] = np.median(column[column > 0])
-    delta = cp.Variable(P)
-    objective = cp.sum_squares(RK @ delta - c) + tie_break * cp.sum_squares(cp.multiply(column, delta))
-    if prior is not None and prior_weight > 0:
-        objective += prior_weight * cp.sum_squares(cp.multiply(column, delta - prior))
-    constraints = []
-    for i in layout.inertial_blocks.values():
-        constraints.append(_pseudo_inertia(delta, i) >> 0)
-    bounds = parameter_bounds(model)
-    for name, (lo, hi) in bounds.items():
+    constraints = [_pseudo_inertia(delta, i) >> 0 for i in layout.inertial_blocks.values()]
+    for name, (lo, hi) in parameter_bounds(model).items():
         j = layout.index(name)
         if np.isfinite(lo):
             constraints.append(delta[j] >= lo)
         if np.isfinite(hi):
             constraints.append(delta[j] <= hi)
-    com_bounds = {}
-    for link, link_spec in ((model.description.bounds or {}).get("links") or {}).items():
-        if "com" not in link_spec:
-            continue
+    for (link, axis), (lo, hi) in _com_bounds(model).items():
         i = layout.inertial_blocks[link]
-        for axis, (lo, hi) in enumerate(link_spec["com"]):
-            constraints += [delta[i + 6 + axis] >= lo * delta[i + 9], delta[i + 6 + axis] <= hi * delta[i + 9]]
-            com_bounds[(link, axis)] = (float(lo), float(hi))
-    problem = cp.Problem(cp.Minimize(objective), constraints)
+        constraints += [delta[i + 6 + axis] >= lo * delta[i + 9], delta[i + 6 + axis] <= hi * delta[i + 9]]
+    return constraints
+
+
+def _com_bounds(model: ArmModel) -> dict[tuple[str, int], tuple[float, float]]:
+    out = {}
+    for link, link_spec in ((model.description.bounds or {}).get("links") or {}).items():
+        for axis, (lo, hi) in enumerate(link_spec.get("com") or []):
+            out[(link, axis)] = (float(lo), float(hi))
+    return out
+
+
+def _solve(problem: cp.Problem) -> None:
     try:
         problem.solve(solver=cp.CLARABEL)
     except cp.error.SolverError as exc:
         raise SolverError(f"SDP: the solver failed: {exc}") from exc
-    status = problem.status
-    if status != cp.OPTIMAL or delta.value is None:
-        raise SolverError(f"SDP: solver status {status!r} (only 'optimal' is accepted; check the bounds)")
-    value = np.asarray(delta.value, dtype=float)
+    if problem.status != cp.OPTIMAL:
+        raise SolverError(f"SDP: solver status {problem.status!r} (only 'optimal' is accepted; check the bounds)")
+
+
+def check_constraints(model: ArmModel, value: np.ndarray) -> tuple[float, float]:
+    """(smallest pseudo-inertia eigenvalue, worst bound violation) of standard parameters."""
+    layout = model.layout
     min_eig = min(min_pseudo_inertia_eigenvalues(layout, value).values(), default=np.inf)
     violation = 0.0
-    for name, (lo, hi) in bounds.items():
+    for name, (lo, hi) in parameter_bounds(model).items():
         v = value[layout.index(name)]
         violation = max(violation, lo - v, v - hi)
-    for (link, axis), (lo, hi) in com_bounds.items():
+    for (link, axis), (lo, hi) in _com_bounds(model).items():
         i = layout.inertial_blocks[link]
         lv, m = value[i + 6 + axis], value[i + 9]
         violation = max(violation, lo * m - lv, lv - hi * m)
+    return min_eig, max(violation, 0.0)
+
+
+def solve_sdp(model: ArmModel, A: np.ndarray, b: np.ndarray, *, tie_break: float = 1e-6,
+              prior: np.ndarray | None = None) -> SdpResult:
+    """A (rows x r) weighted base regressor, b its target; ``prior``: standard parameters
+    the unidentifiable directions are drawn to (default zero)."""
+    start = time.perf_counter()
+    Q, R = np.linalg.qr(A)
+    c = Q.T @ b
+    P = len(model.layout)
+    K = model.base.matrix(P)
+    RK = R @ K
+    # Only base parameters are identifiable: the standard parameters are fixed
+    # in the null space of K by a small penalty that acts on that null space
+    # alone (in column-scaled units, so the small-valued columns such as a
+    # spring's deflection are not favoured), drawing it to the prior (zero by
+    # default). The fit of the identifiable part is not traded for it except
+    # through the constraints, and the unidentifiable directions get no
+    # implausible values (the original package's 20 kg m^2 link).
+    column = np.linalg.norm(RK, axis=0)
+    column[column == 0] = np.median(column[column > 0])
+    null = scipy.linalg.null_space(K / column[None, :])  # P x (P - r), orthonormal
+    project = null.T * column[None, :]  # null-space coordinates of the scaled parameters
+    target = np.zeros(P) if prior is None else np.asarray(prior, dtype=float)
+    # The penalty's weight follows the misfit of the best constrained fit, so
+    # exact data are fitted exactly and noisy data lose nothing measurable.
+    delta = cp.Variable(P)
+    constraints = _constraints(model, delta)
+    residual = cp.sum_squares(RK @ delta - c)
+    first = cp.Problem(cp.Minimize(residual), constraints)
+    _solve(first)
+    weight = tie_break * float(first.value) / max(float(c @ c), 1e-300)
+    problem = cp.Problem(cp.Minimize(residual + weight * cp.sum_squares(project @ (delta - target))), constraints)
+    _solve(problem)
+    iterations = (getattr(first.solver_stats, "num_iters", 0) or 0) + (
+        getattr(problem.solver_stats, "num_iters", 0) or 0)
+    value = np.asarray(delta.value, dtype=float)
+    min_eig, violation = check_constraints(model, value)
     if min_eig < -CONSTRAINT_TOLERANCE or violation > CONSTRAINT_TOLERANCE:
         raise SolverError(f"SDP: answer violates its constraints (min pseudo-inertia eigenvalue {min_eig:.2e}, "
                           f"worst bound violation {violation:.2e})")
-    stats = problem.solver_stats
     return SdpResult(
-        standard=value, base=K @ value, status=status, solve_seconds=time.perf_counter() - start,
-        iterations=getattr(stats, "num_iters", None), min_pseudo_inertia_eigenvalue=min_eig,
-        max_bound_violation=max(violation, 0.0), bounds={k: list(v) for k, v in bounds.items()},
+        standard=value, base=K @ value, status=problem.status, solve_seconds=time.perf_counter() - start,
+        iterations=iterations, min_pseudo_inertia_eigenvalue=min_eig,
+        max_bound_violation=violation, bounds={k: list(v) for k, v in parameter_bounds(model).items()},
     )
