@@ -5,7 +5,7 @@ import importlib
 import sys
 import time
 
-BENCHMARKS = ["model"]
+BENCHMARKS = ["model", "identify"]
 
 
 def main(argv: list[str]) -> int:

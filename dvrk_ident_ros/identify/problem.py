@@ -6,7 +6,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dvrk_ident_ros.data.dataset import Dataset
-from dvrk_ident_ros.data.processing import FilterSettings
+from dvrk_ident_ros.data.processing import FilterSettings, lowpass
 from dvrk_ident_ros.errors import DataError
 from dvrk_ident_ros.model.arm_model import ArmModel
 
@@ -43,6 +43,13 @@ def build_regression(model: ArmModel, data: Dataset) -> Regression:
         raise DataError(f"{data.source}: {data.joints} joints, the {model.description.arm} model has {model.dof}")
     Hb = model.base_regressor(data.q, data.qd, data.qdd)
     y = data.tau - model.known_torques(data.q)
+    cutoff, order = data.processing.get("cutoff_hz"), data.processing.get("order")
+    if cutoff:
+        # The measured torque went through the low-pass; so does every regressor
+        # column, so that fit and evaluation compare like with like: the
+        # Coulomb columns' steps are smoothed as the measured torque's were.
+        N, n, r = Hb.shape
+        Hb = lowpass(Hb.reshape(N, n * r), data.rate, cutoff, order).reshape(N, n, r)
     return Regression(Hb, y)
 
 

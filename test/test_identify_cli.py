@@ -1,0 +1,101 @@
+"""identify / predict / added-mass from the command line, on recordings made by the model."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from dvrk_ident_ros import cli
+from dvrk_ident_ros.identify.results import IdentificationResult
+from dvrk_ident_ros.identify.synthetic import plausible_parameters, random_fourier, synthetic_recording
+from dvrk_ident_ros.model.arm_model import load_model
+
+
+def _write_wpi(path, data):
+    np.savetxt(path, np.hstack([data.q, data.qd, data.tau]), delimiter=",")
+    return path
+
+
+@pytest.fixture(scope="module")
+def psm_recordings(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("rec")
+    model = load_model("psm")
+    rng = np.random.default_rng(21)
+    delta = plausible_parameters(model, rng)
+    traj = random_fourier(model, rng, base_frequency=0.18, amplitude=0.3)
+    before, _ = synthetic_recording(model, delta, traj, rate=200.0, duration=3 * traj.period)
+    heavier = delta.copy()
+    heavier[model.layout.index("m2''")] += 0.2  # 200 g at the frame origin of link 2''
+    after, _ = synthetic_recording(model, heavier, traj, rate=200.0, duration=3 * traj.period)
+    return _write_wpi(tmp / "before.csv", before), _write_wpi(tmp / "after.csv", after), before.samples
+
+
+def test_identify_then_predict(psm_recordings, tmp_path, capsys):
+    before, _, samples = psm_recordings
+    params = tmp_path / "psm.json"
+    assert cli.main(["identify", "--arm", "psm", "--data", str(before), "--format", "wpi-csv",
+                     "--method", "sdp", "--out", str(params)]) == 0
+    result = IdentificationResult.load(params)
+    assert result.solver["status"] == "optimal" and result.arm == "psm"
+    assert max(result.errors["training"]) < 0.05
+    assert (tmp_path / "psm_report.txt").is_file() and (tmp_path / "psm_torques.png").is_file()
+    pred = tmp_path / "pred.csv"
+    assert cli.main(["predict", "--params", str(params), "--data", str(before), "--out", str(pred)]) == 0
+    lines = pred.read_text().splitlines()
+    assert lines[0] == "tau1,tau2,tau3,tau4,tau5,tau6,tau7"
+    assert len(lines) == samples + 1
+    measured = np.loadtxt(before, delimiter=",")[:, 14:]
+    predicted = np.loadtxt(pred, delimiter=",", skiprows=1)
+    middle = slice(200, -200)
+    assert np.linalg.norm(predicted[middle] - measured[middle]) < 0.1 * np.linalg.norm(measured[middle])
+
+
+def test_added_mass_recovers_a_known_mass(psm_recordings, capsys):
+    before, after, _ = psm_recordings
+    assert cli.main(["added-mass", "--arm", "psm", "--link", "2''", "--before", str(before),
+                     "--after", str(after)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert abs(out["mass_kg"] - 0.2) < 0.01
+    assert out["std_kg"] >= 0
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["identify", "--arm", "psm", "--data", "/nonexistent.csv", "--out", "x.json"], "no such file"),
+        (["identify", "--arm", "ecm", "--data", "/nonexistent.csv", "--out", "x.json"], "unknown arm"),
+        (["added-mass", "--arm", "psm", "--link", "9", "--before", "B", "--after", "A"], "no such file"),
+        (["predict", "--params", "/nonexistent.json", "--data", "d.csv", "--out", "p.csv"], "cannot read"),
+    ],
+)
+def test_bad_input_is_one_line(argv, message, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and "\n" not in err
+    assert not (tmp_path / "x.json").exists()
+
+
+def test_unknown_link_for_added_mass(psm_recordings, capsys):
+    before, after, _ = psm_recordings
+    assert cli.main(["added-mass", "--arm", "psm", "--link", "9", "--before", str(before),
+                     "--after", str(after)]) == 2
+    assert "link '9' carries no inertial parameters" in capsys.readouterr().err
+
+
+def test_infeasible_solve_writes_no_parameter_file(psm_recordings, tmp_path, capsys):
+    import yaml
+
+    from dvrk_ident_ros.model.description import config_directory
+
+    raw = yaml.safe_load((config_directory() / "psm.yaml").read_text())
+    raw["bounds"]["links"]["1"] = {"mass": [-2.0, -1.0]}  # no physical body has it
+    desc = tmp_path / "psm_bad.yaml"
+    desc.write_text(yaml.safe_dump(raw, sort_keys=False))
+    before, _, _ = psm_recordings
+    out = tmp_path / "p.json"
+    assert cli.main(["identify", "--arm", str(desc), "--data", str(before), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "SDP: solver status" in err and "infeasible" in err
+    assert not out.exists()
