@@ -88,7 +88,7 @@ def _real(arm: str) -> bool:
     worst = np.max(all_errors, axis=0)
     beats = np.all(100 * worst <= np.array(WANG[arm]))
     print(f"  SDP worst case over the splits vs Wang 2019 on every joint: {'at or below' if beats else 'ABOVE'}"
-          f" (joints above: {list(np.flatnonzero(100 * worst > np.array(WANG[arm])) + 1)})")
+          f" (joints above: {[int(j) + 1 for j in np.flatnonzero(100 * worst > np.array(WANG[arm]))]})")
     return True
 
 

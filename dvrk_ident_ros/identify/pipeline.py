@@ -15,12 +15,69 @@ from dvrk_ident_ros.data.loaders import load_dataset
 from dvrk_ident_ros.data.processing import FilterSettings, lowpass, process
 from dvrk_ident_ros.errors import DataError, SolverError
 from dvrk_ident_ros.identify.least_squares import solve_least_squares
-from dvrk_ident_ros.identify.problem import Regression, build_regression, default_filter, relative_errors
+from dvrk_ident_ros.identify.problem import (
+    Regression,
+    build_regression,
+    default_filter,
+    delayed,
+    range_weights,
+    relative_errors,
+)
 from dvrk_ident_ros.identify.results import IdentificationResult
 from dvrk_ident_ros.identify.sdp import solve_sdp
 from dvrk_ident_ros.model.arm_model import ArmModel, load_model
 
 METHODS = ("sdp", "wls", "ols")
+MAX_TORQUE_LAG = 0.08  # s: the search range of the per-joint torque delay
+
+
+def estimate_torque_lags(regressions: list[Regression], rate: float, max_lag: float = MAX_TORQUE_LAG,
+                         sweeps: int = 3) -> np.ndarray:
+    """Per-joint delay (in samples) of the measured torque behind the motion.
+
+    Coordinate descent on the weighted least-squares residual: each joint in
+    turn takes the delay that minimises its own residual with the other
+    joints' delays fixed, for a few sweeps. Every candidate fit is solved from
+    precomputed per-joint normal equations (G_j(L) = H_j^T H_j, h_j(L) = H_j^T y_j
+    on a common sample range), so the search costs little. Training data only.
+    """
+    top = round(max_lag * rate)
+    candidates = np.arange(top + 1)
+    weights = range_weights(np.concatenate([r.y for r in regressions]))
+    n = regressions[0].joints
+    r = regressions[0].Hb.shape[2]
+    G = np.zeros((n, len(candidates), r, r))
+    h = np.zeros((n, len(candidates), r))
+    yy = np.zeros(n)
+    for reg in regressions:
+        N = reg.y.shape[0] - top
+        for j in range(n):
+            y = reg.y[top:top + N, j] * weights[j]
+            yy[j] += y @ y
+            for k, lag in enumerate(candidates):
+                H = reg.Hb[top - lag:top - lag + N, j, :] * weights[j]
+                G[j, k] += H.T @ H
+                h[j, k] += H.T @ y
+    lags = np.zeros(n, dtype=int)
+
+    def residual_of(j: int, config: np.ndarray) -> float:
+        x = np.linalg.lstsq(sum(G[i, config[i]] for i in range(n)), sum(h[i, config[i]] for i in range(n)),
+                            rcond=None)[0]
+        return (yy[j] - 2 * x @ h[j, config[j]] + x @ G[j, config[j]] @ x) / yy[j]
+
+    for _ in range(sweeps):
+        previous = lags.copy()
+        for j in range(n):
+            scores = []
+            for k in range(len(candidates)):
+                trial = lags.copy()
+                trial[j] = k
+                scores.append(residual_of(j, trial))
+            best = int(np.argmin(scores))
+            lags[j] = best
+        if np.array_equal(previous, lags):
+            break
+    return candidates[lags]
 
 
 def prepare(model: ArmModel, data: Dataset, settings: FilterSettings | None = None) -> Dataset:
@@ -32,8 +89,12 @@ def _stack(regressions: list[Regression]) -> Regression:
 
 
 def identify(model: ArmModel, datasets: list[Dataset], method: str = "sdp",
-             settings: FilterSettings | None = None) -> IdentificationResult:
-    """Identify from raw datasets (filtered here with ``settings`` or the arm's defaults)."""
+             settings: FilterSettings | None = None, torque_lags: str | list[float] = "auto") -> IdentificationResult:
+    """Identify from raw datasets (filtered here with ``settings`` or the arm's defaults).
+
+    ``torque_lags``: "auto" (estimated per joint, see :func:`estimate_torque_lags`),
+    "none", or the delays in seconds.
+    """
     if method not in METHODS:
         raise SolverError(f"unknown method {method!r} (known: {', '.join(METHODS)})")
     settings = settings or default_filter(model)
@@ -42,8 +103,18 @@ def identify(model: ArmModel, datasets: list[Dataset], method: str = "sdp",
     processed = [prepare(model, d, settings) for d in datasets]
     timings["filter"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    reg = _stack([build_regression(model, d) for d in processed])
+    regressions = [build_regression(model, d) for d in processed]
     timings["regressor"] = time.perf_counter() - t0
+    rate = processed[0].rate
+    t0 = time.perf_counter()
+    if torque_lags == "auto":
+        lags = estimate_torque_lags(regressions, rate)
+    elif torque_lags == "none":
+        lags = np.zeros(model.dof, dtype=int)
+    else:
+        lags = np.rint(np.asarray(torque_lags, dtype=float) * rate).astype(int)
+    timings["torque_lags"] = time.perf_counter() - t0
+    reg = _stack([delayed(r, lags) for r in regressions])
     t0 = time.perf_counter()
     # effective independent samples: the residual is correlated over about fs / (2 fc) samples
     correlation = max(1.0, processed[0].rate / (2.0 * settings.cutoff_hz))
@@ -71,6 +142,7 @@ def identify(model: ArmModel, datasets: list[Dataset], method: str = "sdp",
         errors={"training": errors.tolist(), "joints": [f"tau{j + 1}" for j in range(model.dof)]},
         standard=standard, base_std=np.sqrt(np.diag(lsq.covariance)).tolist() if method != "sdp" else None,
         bounds=bounds, data=[d.source for d in datasets], timings=timings,
+        torque_lags=(lags / rate).tolist(),
     )
 
 
@@ -101,7 +173,11 @@ def predict(result: IdentificationResult, data: Dataset, model: ArmModel | None 
     qd = lowpass(data.qd, fs, settings.cutoff_hz, settings.order)
     qdd = np.gradient(qd, data.t, axis=0)
     tau = model.base_regressor(q, qd, qdd) @ result.base + model.known_torques(q)
-    return lowpass(tau, fs, settings.cutoff_hz, settings.order)
+    tau = lowpass(tau, fs, settings.cutoff_hz, settings.order)
+    for j, lag in enumerate(result.torque_lags or []):
+        if lag > 0:  # the measured torque lags the motion: delay the prediction alike
+            tau[:, j] = np.interp(data.t - lag, data.t, tau[:, j])
+    return tau
 
 
 def filtered_torques(result_or_settings, data: Dataset) -> np.ndarray:

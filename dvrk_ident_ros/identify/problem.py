@@ -53,6 +53,25 @@ def build_regression(model: ArmModel, data: Dataset) -> Regression:
     return Regression(Hb, y)
 
 
+def delayed(reg: Regression, lags: np.ndarray) -> Regression:
+    """Pair joint j's torque at sample t with the kinematics at t - lags[j].
+
+    The measured effort of a dVRK joint lags its encoder-derived motion by a
+    joint-specific delay (tens of ms on the cable-driven wrists); a fit that
+    ignores it explains the lag with negative motor inertias.
+    """
+    lags = np.asarray(lags, dtype=int)
+    if np.any(lags < 0):
+        raise DataError("torque lags must be non-negative")
+    top = int(lags.max(initial=0))
+    N = reg.y.shape[0] - top
+    if N <= 0:
+        raise DataError("the recording is shorter than the torque lag")
+    Hb = np.stack([reg.Hb[top - lag:top - lag + N, j, :] for j, lag in enumerate(lags)], axis=1)
+    y = reg.y[top:top + N]
+    return Regression(Hb, y)
+
+
 def range_weights(y: np.ndarray) -> np.ndarray:
     """w_j = 1 / (max tau_j - min tau_j) (Wang 2019 section VI-A3)."""
     span = y.max(axis=0) - y.min(axis=0)

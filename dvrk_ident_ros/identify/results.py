@@ -35,6 +35,7 @@ class IdentificationResult:
     bounds: dict = field(default_factory=dict)
     data: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
+    torque_lags: list[float] = field(default_factory=list)  # s, per joint: measured torque behind the motion
     format: str = FORMAT
     package_version: str = __version__
 
