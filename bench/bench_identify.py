@@ -84,7 +84,8 @@ def _real(arm: str) -> bool:
             tau = filtered_torques(result, test)
             errors = relative_errors(tau, predict(result, test, model))
             all_errors.append(errors) if method == "sdp" else None
-            print(f"  {label + ' (' + method + ')':<44} {_fmt(errors)}  {100 * errors.mean():5.1f}")
+            lags = " ".join(f"{1000 * x:.0f}" for x in result.torque_lags)
+            print(f"  {label + ' (' + method + ')':<44} {_fmt(errors)}  {100 * errors.mean():5.1f}   lags ms: {lags}")
     worst = np.max(all_errors, axis=0)
     beats = np.all(100 * worst <= np.array(WANG[arm]))
     print(f"  SDP worst case over the splits vs Wang 2019 on every joint: {'at or below' if beats else 'ABOVE'}"

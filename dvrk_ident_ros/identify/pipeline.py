@@ -73,8 +73,7 @@ def estimate_torque_lags(regressions: list[Regression], rate: float, max_lag: fl
                 trial = lags.copy()
                 trial[j] = k
                 scores.append(residual_of(j, trial))
-            best = int(np.argmin(scores))
-            lags[j] = best
+            lags[j] = int(np.argmin(scores))
         if np.array_equal(previous, lags):
             break
     return candidates[lags]
@@ -132,7 +131,7 @@ def identify(model: ArmModel, datasets: list[Dataset], method: str = "sdp",
         bounds = sdp.bounds
         solver = {"name": "clarabel", "status": sdp.status, "iterations": sdp.iterations,
                   "min_pseudo_inertia_eigenvalue": sdp.min_pseudo_inertia_eigenvalue,
-                  "max_bound_violation": sdp.max_bound_violation}
+                  "max_bound_violation": sdp.max_bound_violation, "null_space_tie_break": sdp.tie_break}
     predicted = reg.Hb @ base
     errors = relative_errors(reg.y, predicted)
     return IdentificationResult(

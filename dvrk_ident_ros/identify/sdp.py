@@ -14,6 +14,7 @@ on the returned parameters.
 from __future__ import annotations
 
 import time
+import warnings
 from dataclasses import dataclass, field
 
 import cvxpy as cp
@@ -36,6 +37,7 @@ class SdpResult:
     iterations: int | None
     min_pseudo_inertia_eigenvalue: float
     max_bound_violation: float
+    tie_break: bool = True  # whether the null-space choice converged (else: the first optimal fit)
     bounds: dict = field(default_factory=dict)
 
 
@@ -98,7 +100,9 @@ def _com_bounds(model: ArmModel) -> dict[tuple[str, int], tuple[float, float]]:
 
 def _solve(problem: cp.Problem) -> None:
     try:
-        problem.solve(solver=cp.CLARABEL)
+        with warnings.catch_warnings():  # an inaccurate answer is reported by its status, below
+            warnings.simplefilter("ignore", UserWarning)
+            problem.solve(solver=cp.CLARABEL)
     except cp.error.SolverError as exc:
         raise SolverError(f"SDP: the solver failed: {exc}") from exc
     if problem.status != cp.OPTIMAL:
@@ -149,18 +153,34 @@ def solve_sdp(model: ArmModel, A: np.ndarray, b: np.ndarray, *, tie_break: float
     residual = cp.sum_squares(RK @ delta - c)
     first = cp.Problem(cp.Minimize(residual), constraints)
     _solve(first)
-    weight = tie_break * float(first.value) / max(float(c @ c), 1e-300)
-    problem = cp.Problem(cp.Minimize(residual + weight * cp.sum_squares(project @ (delta - target))), constraints)
-    _solve(problem)
-    iterations = (getattr(first.solver_stats, "num_iters", 0) or 0) + (
-        getattr(problem.solver_stats, "num_iters", 0) or 0)
+    fit_value = np.asarray(delta.value, dtype=float)
+    iterations = getattr(first.solver_stats, "num_iters", 0) or 0
+    scale = 1.0 / max(float(c @ c), 1e-300)
+    weight = tie_break * float(first.value) * scale
+    penalty = cp.sum_squares(project @ (delta - target))
+    # The interior-point solver occasionally ends this second problem short of
+    # its tolerances; the same problem with its objective scaled to order one
+    # usually converges. If neither does, the first (optimal) answer stands,
+    # without the tie-break, and the result says so.
+    tie_break_used = False
+    for objective in (residual + weight * penalty, scale * residual + weight * scale * penalty):
+        problem = cp.Problem(cp.Minimize(objective), constraints)
+        try:
+            _solve(problem)
+        except SolverError:
+            continue
+        iterations += getattr(problem.solver_stats, "num_iters", 0) or 0
+        tie_break_used = True
+        break
+    if not tie_break_used:
+        delta.value = fit_value
     value = np.asarray(delta.value, dtype=float)
     min_eig, violation = check_constraints(model, value)
     if min_eig < -CONSTRAINT_TOLERANCE or violation > CONSTRAINT_TOLERANCE:
         raise SolverError(f"SDP: answer violates its constraints (min pseudo-inertia eigenvalue {min_eig:.2e}, "
                           f"worst bound violation {violation:.2e})")
     return SdpResult(
-        standard=value, base=K @ value, status=problem.status, solve_seconds=time.perf_counter() - start,
-        iterations=iterations, min_pseudo_inertia_eigenvalue=min_eig,
+        standard=value, base=K @ value, status=first.status, solve_seconds=time.perf_counter() - start,
+        iterations=iterations, min_pseudo_inertia_eigenvalue=min_eig, tie_break=tie_break_used,
         max_bound_violation=violation, bounds={k: list(v) for k, v in parameter_bounds(model).items()},
     )
