@@ -146,8 +146,9 @@ def run() -> bool:
     est = estimate_added_mass(model, "2''", load_dataset(DATA / "psm" / "one_no_weight_results.csv"),
                               load_dataset(DATA / "psm" / "one_105_grams_parallel_results.csv"))
     print(f"  estimate {1000 * est.mass_kg:.1f} +- {1000 * est.std_kg:.1f} g (true 105 g: "
-          f"{100 * abs(est.mass_kg - 0.105) / 0.105:.1f} % off); weight assumed at the frame origin: "
-          f"{1000 * est.at_origin_kg:.1f} +- {1000 * est.at_origin_std_kg:.1f} g")
+          f"{100 * abs(est.mass_kg - 0.105) / 0.105:.1f} % off; model chosen by BIC: {est.model}); "
+          f"at the frame origin {1000 * est.at_origin[0]:.1f} +- {1000 * est.at_origin[1]:.1f} g, "
+          f"at an estimated position {1000 * est.at_position[0]:.1f} +- {1000 * est.at_position[1]:.1f} g")
     print("  the paper's per-parameter ratios (g): "
           + ", ".join(f"{1000 * p['mass_kg']:.0f}" for p in est.per_parameter))
     print("-- speed")

@@ -5,8 +5,9 @@ m_k by its coefficient, giving seven scattered estimates. Here all the
 evidence is combined in one joint weighted least-squares fit of both
 recordings: the arm's base parameters are shared, and the after-recording
 has extra columns for the added body on link k, modelled as a point mass m_w
-at an unknown position r in the link frame (its mass and first moment
-m_w r; the inertia of a small weight is negligible):
+at the link frame's origin or at an unknown position r in the link frame
+(mass and first moment m_w r; the inertia of a small weight is negligible),
+whichever the Bayesian information criterion prefers:
 
     [y_before]   [H_b   0        ] [delta_b ]
     [y_after ] = [H_b   H_k(m, l)] [m_w, l_w]
@@ -14,8 +15,8 @@ m_w r; the inertia of a small weight is negligible):
 The standard deviation comes from the joint fit's covariance, inflated for
 the correlation of low-pass filtered residuals (about fs / (2 fc) samples
 per independent value). For comparison the result also carries the
-per-parameter ratios of the paper, from two separate fits, and the estimate
-that assumes the weight sits at the frame origin.
+per-parameter ratios of the paper, from two separate fits, and both point-mass
+models. The per-joint torque lags are estimated on both recordings together.
 """
 from __future__ import annotations
 
@@ -24,9 +25,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from dvrk_ident_ros.data.dataset import Dataset
+from dvrk_ident_ros.data.processing import lowpass
 from dvrk_ident_ros.errors import DataError, SolverError
-from dvrk_ident_ros.identify.pipeline import prepare
-from dvrk_ident_ros.identify.problem import build_regression, default_filter, range_weights
+from dvrk_ident_ros.identify.pipeline import estimate_torque_lags, prepare
+from dvrk_ident_ros.identify.problem import build_regression, default_filter, delayed, range_weights
 from dvrk_ident_ros.model.arm_model import ArmModel
 
 
@@ -34,14 +36,17 @@ from dvrk_ident_ros.model.arm_model import ArmModel
 class AddedMass:
     mass_kg: float
     std_kg: float
-    offset_m: list[float]  # estimated position of the weight in the link frame
-    at_origin_kg: float  # the same fit with the weight assumed at the frame origin
-    at_origin_std_kg: float
+    model: str  # "origin" or "position": which point-mass model the data support (BIC)
+    offset_m: list[float]  # the weight's estimated position in the link frame (position model)
+    at_position: tuple[float, float]  # (mass, std) with the position estimated
+    at_origin: tuple[float, float]  # (mass, std) with the weight at the frame origin
     per_parameter: list[dict]
 
     def as_dict(self) -> dict:
-        return {"mass_kg": self.mass_kg, "std_kg": self.std_kg, "offset_m": self.offset_m,
-                "point_mass_at_frame_origin": {"mass_kg": self.at_origin_kg, "std_kg": self.at_origin_std_kg},
+        return {"mass_kg": self.mass_kg, "std_kg": self.std_kg, "model": self.model,
+                "point_mass_at_frame_origin": {"mass_kg": self.at_origin[0], "std_kg": self.at_origin[1]},
+                "point_mass_at_estimated_position": {"mass_kg": self.at_position[0], "std_kg": self.at_position[1],
+                                                     "offset_m": self.offset_m},
                 "per_parameter_ratios": self.per_parameter}
 
 
@@ -55,7 +60,7 @@ def _joint_fit(A_top, A_bottom, y, extra_top, extra_bottom, weights, correlation
     residual = b - A @ x
     s2 = residual @ residual / (len(b) - A.shape[1])
     cov = correlation * s2 * np.linalg.inv(A.T @ A)
-    return x, cov
+    return x, cov, float(residual @ residual), len(b)
 
 
 def estimate_added_mass(model: ArmModel, link: str, before: Dataset, after: Dataset) -> AddedMass:
@@ -66,8 +71,14 @@ def estimate_added_mass(model: ArmModel, link: str, before: Dataset, after: Data
     settings = default_filter(model)
     pb, pa = prepare(model, before, settings), prepare(model, after, settings)
     rb, ra = build_regression(model, pb), build_regression(model, pa)
+    lags = estimate_torque_lags([rb, ra], pb.rate)  # the same arm, the same delays
+    top = int(lags.max(initial=0))
+    rb, ra = delayed(rb, lags), delayed(ra, lags)
     start = model.layout.inertial_blocks[link]
-    H_link = model.regressor(pa.q, pa.qd, pa.qdd)[:, :, start + 6:start + 10]  # lx ly lz m
+    H_full = model.regressor(pa.q, pa.qd, pa.qdd)[:, :, start + 6:start + 10]  # lx ly lz m
+    H_full = lowpass(H_full.reshape(len(H_full), -1), pa.rate, settings.cutoff_hz, settings.order).reshape(
+        H_full.shape)
+    H_link = np.stack([H_full[top - lag:top - lag + len(ra.y), j, :] for j, lag in enumerate(lags)], axis=1)
     weights = range_weights(np.concatenate([rb.y, ra.y]))
     correlation = max(1.0, pb.rate / (2.0 * settings.cutoff_hz))
     y = np.concatenate([rb.y, ra.y])
@@ -82,14 +93,13 @@ def estimate_added_mass(model: ArmModel, link: str, before: Dataset, after: Data
         if np.linalg.matrix_rank(A * weights[np.arange(A.shape[0]) % model.dof, None]) == A.shape[1]:
             moments.append(axis)
     columns = [*moments, 3]
-    x, cov = _joint_fit(rb.Hb, ra.Hb, y, np.zeros((len(rb.y), model.dof, len(columns))), H_link[:, :, columns],
-                        weights, correlation)
+    zeros = np.zeros((len(rb.y), model.dof, len(columns)))
+    x, cov, rss, rows = _joint_fit(rb.Hb, ra.Hb, y, zeros, H_link[:, :, columns], weights, correlation)
     mass, std = float(x[-1]), float(np.sqrt(cov[-1, -1]))
     offset = [0.0, 0.0, 0.0]
     for k, axis in enumerate(moments):
         offset[axis] = float(x[r + k] / mass) if mass != 0 else 0.0
-    x0, cov0 = _joint_fit(rb.Hb, ra.Hb, y, np.zeros((len(rb.y), model.dof, 1)), H_link[:, :, 3:], weights,
-                          correlation)
+    x0, cov0, rss0, _ = _joint_fit(rb.Hb, ra.Hb, y, zeros[:, :, :1], H_link[:, :, 3:], weights, correlation)
     # the paper's per-parameter ratios from two separate fits (shown for comparison)
     K = model.base.matrix(len(model.layout))
     fit_b = np.linalg.lstsq((rb.Hb * weights[None, :, None]).reshape(-1, r), (rb.y * weights).reshape(-1),
@@ -101,4 +111,14 @@ def estimate_added_mass(model: ArmModel, link: str, before: Dataset, after: Data
         c = K[i, start + 9]
         per.append({"base_parameter": model.base_parameter_names[i][:80], "coefficient": float(c),
                     "mass_kg": float((fit_a[i] - fit_b[i]) / c)})
-    return AddedMass(mass, std, offset, float(x0[r]), float(np.sqrt(cov0[r, r])), per)
+    # Model choice by the Bayesian information criterion on the effective
+    # number of independent rows: the weight's position is estimated only if
+    # the data support it better than a weight at the frame origin.
+    n_eff = rows / correlation
+    bic_position = n_eff * np.log(rss / rows) + len(columns) * np.log(n_eff)
+    bic_origin = n_eff * np.log(rss0 / rows) + np.log(n_eff)
+    at_origin = (float(x0[r]), float(np.sqrt(cov0[r, r])))
+    at_position = (mass, std)
+    chosen = "origin" if bic_origin <= bic_position else "position"
+    mass, std = at_origin if chosen == "origin" else at_position
+    return AddedMass(mass, std, chosen, offset, at_position, at_origin, per)
