@@ -22,7 +22,7 @@ from dvrk_ident_ros.errors import DescriptionError
 
 _FUNCTIONS = {name: getattr(sympy, name) for name in ("sin", "cos", "tan", "sqrt", "atan2", "exp", "Abs")}
 _FUNCTIONS["pi"] = sympy.pi
-BUILTIN_ARMS = ("mtm", "psm")
+BUILTIN_ARMS = ("mtm", "psm", "psm_simplified")
 ARM_ALIASES = {"mtml": "mtm", "mtmr": "mtm", "psm1": "psm", "psm2": "psm", "psm3": "psm"}
 
 
@@ -82,6 +82,7 @@ class ArmDescription:
     gravity: np.ndarray
     dvrk_from_motor: np.ndarray  # A in q^d = A q^m
     coordinates: dict[str, LinearCoordinate]
+    limited_coordinates: dict[str, LinearCoordinate]  # the coordinates named in limits, in their order
     frames: tuple[Frame, ...]
     drives: tuple[Drive, ...]
     known_torques: tuple[KnownTorque, ...]
@@ -246,11 +247,16 @@ class _Parser:
         drives = tuple(self._drive(i, d, coordinates) for i, d in enumerate(raw.get("drives") or []))
         known = tuple(self._known(i, k, coordinates) for i, k in enumerate(raw.get("known_torques") or []))
         limits = raw.get("limits") or {}
+        limited: dict[str, LinearCoordinate] = {}
         for key, spec in (limits.get("coordinates") or {}).items():
             where = f"limits.coordinates.{key}"
+            if not isinstance(spec, dict):
+                raise self.fail(where, "expected a mapping with position (and velocity)")
             if "expression" in spec:
-                self.linear(str(key), self.motor_expr(spec["expression"], where), where)
-            elif key not in coordinates:
+                limited[str(key)] = self.linear(str(key), self.motor_expr(spec["expression"], where), where)
+            elif key in coordinates:
+                limited[str(key)] = coordinates[key]
+            else:
                 raise self.fail(where, f"unknown coordinate {key!r}")
             pos = spec.get("position")
             if not (isinstance(pos, list) and len(pos) == 2 and float(pos[0]) < float(pos[1])):
@@ -258,7 +264,8 @@ class _Parser:
         digest = hashlib.sha256(json.dumps(raw, sort_keys=True, default=str).encode()).hexdigest()
         return ArmDescription(
             arm=arm, path=self.path, motor_symbols=self.motors, dvrk_joint_names=names, gravity=gravity,
-            dvrk_from_motor=A, coordinates=coordinates, frames=frames, drives=drives, known_torques=known,
+            dvrk_from_motor=A, coordinates=coordinates, limited_coordinates=limited, frames=frames, drives=drives,
+            known_torques=known,
             limits=limits, bounds=raw.get("bounds") or {}, variants=raw.get("variants") or {},
             content_hash=digest, raw=raw,
         )

@@ -1,0 +1,96 @@
+"""``dvrk-ident trajectory optimize | check | grid``."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from dvrk_ident_ros import __version__
+from dvrk_ident_ros.errors import SolverError
+from dvrk_ident_ros.excitation.constraints import cartesian_boxes, coordinate_limits
+from dvrk_ident_ros.excitation.files import load_trajectory, save_grid, save_trajectory
+from dvrk_ident_ros.excitation.grid import make_grid
+from dvrk_ident_ros.excitation.optimize import condition_number, optimise, verify
+from dvrk_ident_ros.model.arm_model import load_model
+
+DEFAULT_FREQUENCY = {"mtm": 0.1, "psm": 0.18}
+
+
+def arm_family(arm: str) -> str:
+    """The arm a description models: psm_simplified describes a psm."""
+    return arm.split("_")[0]
+
+
+def _optimize(args: argparse.Namespace) -> int:
+    model = load_model(args.arm)
+    limits = coordinate_limits(model, args.variant)
+    boxes = cartesian_boxes(model)
+    frequency = args.base_frequency or DEFAULT_FREQUENCY.get(arm_family(model.description.arm), 0.1)
+    print(f"optimising a {args.harmonics}-harmonic trajectory at {frequency} Hz for the {model.description.arm} "
+          f"({len(limits)} limited coordinates, {len(boxes)} Cartesian boxes, {args.starts} starts, seed {args.seed})",
+          file=sys.stderr)
+    result = optimise(model, limits, boxes, harmonics=args.harmonics, base_frequency=frequency, starts=args.starts,
+                      seed=args.seed, max_iterations=args.iterations, progress=not args.quiet)
+    note = (f"dvrk-ident {__version__} trajectory optimize --arm {args.arm} --seed {args.seed} "
+            f"--starts {args.starts}; optimised on the {model.description.arm} model")
+    save_trajectory(args.out, result.trajectory, arm=arm_family(model.description.arm), variant=args.variant,
+                    condition_number=result.condition_number, description_hash=model.description.content_hash,
+                    note=note)
+    worst = min(result.margins, key=lambda m: m.margin)
+    print(f"condition number {result.condition_number:.1f} (starts: "
+          f"{', '.join(f'{c:.1f}' for c in result.starts)}) in {result.seconds:.0f} s; worst margin "
+          f"{worst.margin:.4g} ({worst.name}, {worst.kind}) at 1 kHz; written to {args.out}")
+    return 0
+
+
+def _check(args: argparse.Namespace) -> int:
+    model = load_model(args.arm)
+    traj, meta = load_trajectory(args.file, arm=arm_family(model.description.arm), joints=model.dof)
+    variant = args.variant or meta.get("variant")
+    margins = verify(model, traj, coordinate_limits(model, variant), cartesian_boxes(model))
+    cond = condition_number(model, traj, 120)
+    print(f"{args.file}: {traj.harmonics} harmonics at {traj.base_frequency} Hz, period {traj.period:.2f} s")
+    print(f"condition number of the column-normalised base regressor: {cond:.1f}")
+    print("worst margin to every limit over one period at 1 kHz (negative: violated):")
+    for m in margins:
+        unit = {"position": "", "speed": "/s", "cartesian": " m"}[m.kind]
+        print(f"  {m.name:<12} {m.kind:<9} {m.margin:+.4f}{unit}  at t = {m.at_time:.3f} s")
+    violated = [m for m in margins if m.margin < 0]
+    if violated:
+        raise SolverError(f"{len(violated)} limit(s) violated, the worst {min(m.margin for m in violated):.4g} "
+                          f"on {min(violated, key=lambda m: m.margin).name}")
+    print("all limits respected")
+    return 0
+
+
+def _grid(args: argparse.Namespace) -> int:
+    grid = make_grid(args.arm)
+    save_grid(args.out, grid)
+    poses = sum(len(s["poses"]) for s in grid["sweeps"])
+    print(f"{grid['arm']}: {len(grid['sweeps'])} sweeps, {poses} poses written to {args.out}")
+    return 0
+
+
+def add_trajectory_commands(sub: argparse._SubParsersAction) -> None:
+    traj = sub.add_parser("trajectory", help="excitation trajectories and MLSE pose grids")
+    tsub = traj.add_subparsers(dest="trajectory_command", metavar="COMMAND")
+    tsub.required = True
+    p = tsub.add_parser("optimize", help="optimise a Fourier excitation trajectory")
+    p.add_argument("--arm", required=True)
+    p.add_argument("--variant", default=None, help="MTML or MTMR: mirrored wrist limits")
+    p.add_argument("--harmonics", type=int, default=6)
+    p.add_argument("--base-frequency", type=float, default=None, help="Hz (default: MTM 0.1, PSM 0.18)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--starts", type=int, default=4, help="random starts")
+    p.add_argument("--iterations", type=int, default=150, help="SLSQP iterations per start")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--out", required=True)
+    p.set_defaults(handler=_optimize)
+    p = tsub.add_parser("check", help="condition number and worst margin to every limit (1 kHz)")
+    p.add_argument("--arm", required=True)
+    p.add_argument("--variant", default=None)
+    p.add_argument("file")
+    p.set_defaults(handler=_check)
+    p = tsub.add_parser("grid", help="the MLSE pose grid of an MTM side")
+    p.add_argument("--arm", required=True, type=str.upper, choices=["MTML", "MTMR"])
+    p.add_argument("--out", required=True)
+    p.set_defaults(handler=_grid)

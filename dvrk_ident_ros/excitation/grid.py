@@ -1,0 +1,80 @@
+"""MLSE pose grids for MTM gravity compensation (Lin 2019 section IV, two-joint strategy).
+
+From ``config/mtm_gc_grid.yaml``: for each estimated joint i (6 down to 1, the
+MLSE order), at each value of its auxiliary joint, a sweep of joint i over its
+range in the positive direction and one back in the negative direction; the
+other joints stay at the joint's initial pose. Poses that would break the
+parallelogram's coupling limit (q2 + q3) are left out.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from dvrk_ident_ros.errors import DataError, DescriptionError
+from dvrk_ident_ros.model.description import config_directory
+
+SIDES = ("MTML", "MTMR")
+
+
+def _per_side(value: Any, side: str) -> Any:
+    return value[side] if isinstance(value, dict) else value
+
+
+def _values(lo: float, hi: float, step: float) -> np.ndarray:
+    if step <= 0 or hi < lo:
+        raise DescriptionError(f"grid range [{lo}, {hi}] with step {step} is empty")
+    return np.arange(lo, hi + 1e-9, step)
+
+
+def load_grid_spec(path: Path | None = None) -> dict:
+    path = path or config_directory() / "mtm_gc_grid.yaml"
+    try:
+        spec = yaml.safe_load(Path(path).read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise DescriptionError(f"{path}: cannot read the grid specification: {exc}") from exc
+    if not isinstance(spec, dict) or "joints" not in spec:
+        raise DescriptionError(f"{path}: missing field 'joints'")
+    return spec
+
+
+def make_grid(side: str, spec: dict | None = None) -> dict:
+    """The pose grid (file contents, radians) of one MTM side."""
+    side = side.upper()
+    if side not in SIDES:
+        raise DataError(f"unknown MTM side {side!r} (MTML or MTMR)")
+    spec = spec or load_grid_spec()
+    coupling = spec.get("coupling") or {}
+    sweeps = []
+    for joint in sorted(spec["joints"], reverse=True):
+        js = spec["joints"][joint]
+        i = int(joint) - 1
+        init = np.asarray(_per_side(js["init"], side), dtype=float)
+        lo, hi = _per_side(js["range"], side)
+        train = _values(lo, hi, js["step"])
+        if "auxiliary" in js:
+            aux = int(js["auxiliary"]) - 1
+            alo, ahi = _per_side(js["auxiliary_range"], side)
+            settings = [(aux, float(v)) for v in _values(alo, ahi, js["auxiliary_step"])]
+        else:
+            settings = [(None, None)] * int(js.get("repeat", 1))
+        for aux, value in settings:
+            poses = np.tile(init, (len(train), 1))
+            poses[:, i] = train
+            if aux is not None:
+                poses[:, aux] = value
+            if coupling:
+                a, b = (int(j) - 1 for j in coupling["joints"])
+                total = poses[:, a] + poses[:, b]
+                poses = poses[(total >= coupling["lower"]) & (total <= coupling["upper"])]
+            if len(poses) < 2:
+                continue
+            for direction, ordered in (("positive", poses), ("negative", poses[::-1])):
+                sweeps.append({"estimated_joint": int(joint), "auxiliary_joint": None if aux is None else aux + 1,
+                               "auxiliary_value": None if value is None else float(np.radians(value)),
+                               "direction": direction, "poses": np.radians(ordered).round(10).tolist()})
+    return {"arm": side, "coordinates": "dvrk", "units": "rad", "settle_time": float(spec.get("settle_time", 0.5)),
+            "samples_per_pose": int(spec.get("samples_per_pose", 10)), "sweeps": sweeps}

@@ -1,0 +1,138 @@
+"""Excitation: Fourier trajectories, limits, optimisation, MLSE pose grids, files."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import yaml
+from conftest import REPO_ROOT
+
+from dvrk_ident_ros import cli
+from dvrk_ident_ros.errors import DataError, DescriptionError, SolverError
+from dvrk_ident_ros.excitation.constraints import cartesian_boxes, coordinate_limits
+from dvrk_ident_ros.excitation.files import load_grid, load_trajectory, save_grid, save_trajectory
+from dvrk_ident_ros.excitation.fourier import quintic, rest_to_rest
+from dvrk_ident_ros.excitation.grid import make_grid
+from dvrk_ident_ros.excitation.optimize import optimise, verify
+from dvrk_ident_ros.model.arm_model import load_model
+
+
+def _random_rest(rng, n=7, H=6, f=0.2):
+    return rest_to_rest(f, rng.normal(0, 0.1, n), rng.normal(0, 0.2, (H - 1, n)), rng.normal(0, 0.2, (H - 1, n)))
+
+
+def test_rest_to_rest_starts_and_ends_at_rest():
+    traj = _random_rest(np.random.default_rng(0))
+    q, qd, qdd = traj.evaluate(np.array([0.0, traj.period, 3 * traj.period]))
+    assert np.allclose(qd, 0, atol=1e-12) and np.allclose(qdd, 0, atol=1e-12)
+    assert np.allclose(q[0], q[1]) and np.allclose(q[0], q[2])
+
+
+def test_analytic_derivatives_match_finite_differences():
+    traj = _random_rest(np.random.default_rng(1))
+    t = np.linspace(0.3, 4.0, 50)
+    h = 1e-6
+    q_p, qd_p, _ = traj.evaluate(t + h)
+    q_m, qd_m, _ = traj.evaluate(t - h)
+    _, qd, qdd = traj.evaluate(t)
+    assert np.allclose((q_p - q_m) / (2 * h), qd, atol=1e-7)
+    assert np.allclose((qd_p - qd_m) / (2 * h), qdd, atol=1e-6)
+
+
+def test_basis_reproduces_evaluate():
+    traj = _random_rest(np.random.default_rng(2))
+    t = np.linspace(0, traj.period, 33)
+    for order, values in enumerate(traj.evaluate(t)):
+        assert np.allclose(traj.basis(t, order) @ traj.coefficients(), values)
+
+
+def test_quintic_is_rest_to_rest():
+    a, b = np.zeros(3), np.array([1.0, -2.0, 0.5])
+    q, qd, qdd = quintic(a, b, 2.0, np.array([0.0, 1.0, 2.0]))
+    assert np.allclose(q[0], a) and np.allclose(q[2], b) and np.allclose(q[1], (a + b) / 2)
+    assert np.allclose(qd[[0, 2]], 0) and np.allclose(qdd[[0, 2]], 0)
+
+
+def test_margins_detect_a_violation():
+    model = load_model("psm")
+    limits = coordinate_limits(model)
+    traj = _random_rest(np.random.default_rng(3))
+    traj = type(traj)(traj.base_frequency, traj.q0 + 5.0, traj.a, traj.b)  # far outside q1
+    worst = min(verify(model, traj, limits, []), key=lambda m: m.margin)
+    assert worst.margin < 0
+
+
+def test_small_optimisation_respects_every_limit_at_1khz():
+    model = load_model("psm_simplified")
+    limits = coordinate_limits(model)
+    result = optimise(model, limits, [], harmonics=3, base_frequency=0.18, starts=1, max_iterations=8,
+                      samples=60, constraint_samples=100, progress=False)
+    assert np.isfinite(result.condition_number)
+    assert min(m.margin for m in result.margins) >= 0
+    _, qd, qdd = result.trajectory.evaluate(np.array([0.0]))
+    assert np.allclose(qd, 0) and np.allclose(qdd, 0)
+
+
+def test_optimisation_bad_input():
+    model = load_model("psm_simplified")
+    limits = coordinate_limits(model)
+    with pytest.raises(SolverError, match="harmonics must be at least 2"):
+        optimise(model, limits, [], harmonics=0, progress=False)
+    # two limits on the same joint that cannot both hold
+    impossible = [*limits, type(limits[0])("q1_again", limits[0].coefficients, 0.0, 2.0, 3.0, 1.0)]
+    with pytest.raises(SolverError, match="no feasible start"):
+        optimise(model, impossible, [], harmonics=2, starts=1, max_iterations=2, progress=False)
+    with pytest.raises(DescriptionError, match="unknown frame 'hand'"):
+        cartesian_boxes(model, [{"frame": "hand", "lower": [0, 0, 0], "upper": [1, 1, 1]}])
+
+
+def test_trajectory_file_round_trip_and_wrong_arm(tmp_path):
+    traj = _random_rest(np.random.default_rng(4))
+    path = save_trajectory(tmp_path / "t.yaml", traj, arm="psm", condition_number=12.5)
+    back, meta = load_trajectory(path, arm="psm", joints=7)
+    assert np.allclose(back.a, traj.a) and meta["condition_number"] == 12.5
+    with pytest.raises(DataError, match="the trajectory is for the psm, not the mtm"):
+        load_trajectory(path, arm="mtm")
+    with pytest.raises(DataError, match="3 joints, the arm has 7"):
+        load_trajectory(save_trajectory(tmp_path / "s.yaml", _random_rest(np.random.default_rng(5), n=3),
+                                        arm="psm"), joints=7)
+
+
+def test_mlse_grids_are_mirrored_and_respect_the_coupling():
+    left, right = make_grid("MTML"), make_grid("mtmr")
+    assert {s["estimated_joint"] for s in left["sweeps"]} == {1, 2, 3, 4, 5, 6}
+    assert {s["direction"] for s in left["sweeps"]} == {"positive", "negative"}
+    j1_left = np.degrees([p[0] for s in left["sweeps"] if s["estimated_joint"] == 1 for p in s["poses"]])
+    j1_right = np.degrees([p[0] for s in right["sweeps"] if s["estimated_joint"] == 1 for p in s["poses"]])
+    assert (j1_left.min(), j1_left.max()) == pytest.approx((-9, 40))
+    assert (j1_right.min(), j1_right.max()) == pytest.approx((-40, 7))
+    for sweep in left["sweeps"]:
+        poses = np.degrees(np.array(sweep["poses"]))
+        total = poses[:, 1] + poses[:, 2]
+        assert np.all((total >= -11 - 1e-6) & (total <= 25 + 1e-6))
+        moving = np.ptp(poses, axis=0) > 0
+        assert list(np.flatnonzero(moving)) == [sweep["estimated_joint"] - 1]
+        step = np.diff(poses[:, sweep["estimated_joint"] - 1])
+        assert np.all(step > 0) if sweep["direction"] == "positive" else np.all(step < 0)
+
+
+def test_grid_file_round_trip(tmp_path):
+    path = save_grid(tmp_path / "g.yaml", make_grid("MTML"))
+    assert load_grid(path, arm="MTML")["arm"] == "MTML"
+    with pytest.raises(DataError, match="for the MTML, not the MTMR"):
+        load_grid(path, arm="MTMR")
+
+
+SHIPPED = sorted((REPO_ROOT / "config" / "trajectories").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.name)
+def test_shipped_trajectories_pass_check(path, capsys):
+    arm = yaml.safe_load(path.read_text())["arm"]
+    assert cli.main(["trajectory", "check", "--arm", arm, str(path)]) == 0
+    assert "all limits respected" in capsys.readouterr().out
+
+
+def test_shipped_grids_match_the_generator():
+    for side in ("MTML", "MTMR"):
+        shipped = load_grid(REPO_ROOT / "config" / "grids" / f"{side.lower()}_gc_grid.yaml", arm=side)
+        assert shipped["sweeps"] == make_grid(side)["sweeps"]
