@@ -5,7 +5,7 @@ import importlib
 import sys
 import time
 
-BENCHMARKS = ["model", "identify"]
+BENCHMARKS = ["model", "identify", "excitation"]
 
 
 def main(argv: list[str]) -> int:
