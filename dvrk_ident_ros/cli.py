@@ -16,6 +16,7 @@ from dvrk_ident_ros.demo import add_demo_command
 from dvrk_ident_ros.environment import ensure_ament_prefix_path, run_checks
 from dvrk_ident_ros.errors import DvrkIdentError
 from dvrk_ident_ros.excitation.commands import add_trajectory_commands
+from dvrk_ident_ros.gc.commands import add_gc_commands
 from dvrk_ident_ros.identify.commands import add_identify_commands
 from dvrk_ident_ros.model.commands import add_model_commands
 
@@ -48,7 +49,8 @@ def _add_doctor(sub: argparse._SubParsersAction) -> None:
 
 #: Functions that add one sub-command each to the parser.
 SUBCOMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [
-    _add_doctor, add_model_commands, add_identify_commands, add_trajectory_commands, add_demo_command,
+    _add_doctor, add_model_commands, add_identify_commands, add_trajectory_commands, add_gc_commands,
+    add_demo_command,
 ]
 
 

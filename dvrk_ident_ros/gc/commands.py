@@ -1,0 +1,106 @@
+"""``dvrk-ident gc fit | check | orders``."""
+from __future__ import annotations
+
+import argparse
+import json
+
+import numpy as np
+
+from dvrk_ident_ros.errors import DataError
+from dvrk_ident_ros.gc.crossval import cross_validate, select_orders
+from dvrk_ident_ros.gc.data import load_poses
+from dvrk_ident_ros.gc.mlse import DEFAULT_ORDERS, fit_mlse, fit_slse, relative_errors
+from dvrk_ident_ros.gc.params import SIDES, GcParameters, load_gc
+
+
+def _orders(text: str | None) -> dict[int, int]:
+    """"4,1,4,4,4,4" (joints 1..6) or None for the default."""
+    if not text:
+        return dict(DEFAULT_ORDERS)
+    try:
+        values = [int(x) for x in text.split(",")]
+    except ValueError as exc:
+        raise DataError(f"--orders: expected six integers, got {text!r}") from exc
+    if len(values) != 6:
+        raise DataError(f"--orders: expected six integers (joints 1-6), got {len(values)}")
+    return dict(zip(range(1, 7), values, strict=True))
+
+
+def _arm(args, data) -> str:
+    arm = (args.arm or "").upper()
+    if not arm:
+        name = str(data.source).upper()
+        arm = next((s for s in SIDES if s in name), "")
+    if arm not in SIDES:
+        raise DataError(f"unknown arm {args.arm or '(not given)'!r}: the gc model is for MTML or MTMR (--arm)")
+    return arm
+
+
+def _fit(args: argparse.Namespace) -> int:
+    data = load_poses(args.data)
+    arm = _arm(args, data)
+    if args.orders == "auto":
+        orders, _ = select_orders(data)
+    else:
+        orders = _orders(args.orders)
+    fit = (fit_slse if args.method == "slse" else fit_mlse)(data, orders)
+    upper = np.append(data.tau[:, :6].max(axis=0), 0.0)
+    lower = np.append(data.tau[:, :6].min(axis=0), 0.0)
+    serial = args.serial or "unknown"
+    params = GcParameters(arm=arm, serial=serial, theta_pos=fit.theta(+1), theta_neg=fit.theta(-1),
+                          upper_limit=upper, lower_limit=lower,
+                          fit_methods={i: f"{orders[i]}POL" for i in range(1, 7)}, source=str(args.data))
+    out = args.out or f"gc-{arm}-{serial}.json"
+    params.save(out)
+    errors = relative_errors(fit, data)
+    print(f"{arm} {fit.method} with orders {[orders[i] for i in range(1, 7)]}: relative RMS error per joint (%) "
+          + " ".join(f"{100 * errors[(i, 'both')]:.1f}" for i in range(1, 7)))
+    if data.dropped:
+        print(f"{data.dropped} pose(s) with no finite sample were dropped")
+    print(f"written to {out}")
+    return 0
+
+
+def _check(args: argparse.Namespace) -> int:
+    params = load_gc(args.params)
+    data = load_poses(args.data)
+    errors = relative_errors((params.theta_pos, params.theta_neg), data, by_direction=True)
+    report = {f"joint{i}": {d: round(100 * errors[(i, d)], 2) for d in ("pos", "neg") if (i, d) in errors}
+              for i in range(1, 7)}
+    print(json.dumps({"params": str(args.params), "version": params.version, "relative_rms_error_percent": report},
+                     indent=1))
+    return 0
+
+
+def _orders_cmd(args: argparse.Namespace) -> int:
+    data = load_poses(args.data)
+    orders, table = select_orders(data, folds=args.folds)
+    default = cross_validate(data, DEFAULT_ORDERS, folds=args.folds)
+    print("cross-validated relative RMS error (%) per joint and polynomial order (whole auxiliary values held out)")
+    for i in sorted(table):
+        row = "  ".join(f"{o}: {100 * e:5.1f}" for o, e in table[i].items())
+        print(f"  joint {i}: {row}   -> {orders[i]} (default {DEFAULT_ORDERS[i]}: {100 * default[i]:.1f})")
+    print("--orders " + ",".join(str(orders[i]) for i in range(1, 7)))
+    return 0
+
+
+def add_gc_commands(sub: argparse._SubParsersAction) -> None:
+    gc = sub.add_parser("gc", help="MTM gravity compensation (MLSE, dVRK gc files)")
+    gsub = gc.add_subparsers(dest="gc_command", metavar="COMMAND")
+    gsub.required = True
+    p = gsub.add_parser("fit", help="fit a gc file (version 2.0) from pose-grid data")
+    p.add_argument("--data", required=True, help="CUHK directory (Train_Joint<i>/...) or .npz of poses")
+    p.add_argument("--arm", default=None, help="MTML or MTMR (default: from the data path)")
+    p.add_argument("--serial", default=None)
+    p.add_argument("--orders", default=None, help="polynomial orders of joints 1-6, e.g. 4,1,4,4,4,4, or auto")
+    p.add_argument("--method", choices=["mlse", "slse"], default="mlse")
+    p.add_argument("--out", default=None, help="default gc-<ARM>-<SN>.json")
+    p.set_defaults(handler=_fit)
+    p = gsub.add_parser("check", help="relative RMS error per joint and direction of a gc file on data")
+    p.add_argument("--params", required=True)
+    p.add_argument("--data", required=True)
+    p.set_defaults(handler=_check)
+    p = gsub.add_parser("orders", help="choose the polynomial orders by cross-validation")
+    p.add_argument("--data", required=True)
+    p.add_argument("--folds", type=int, default=5)
+    p.set_defaults(handler=_orders_cmd)

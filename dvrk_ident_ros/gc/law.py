@@ -1,0 +1,84 @@
+"""The gravity-compensation law (Lin 2019 eqs. 25-31, as the blend of reference/gc-json.md).
+
+    tau_pos = R(q) theta_pos,  tau_neg = R(q) theta_neg
+    alpha_i = 0.5 + 0.5 r_i clip((|qdot_i| - db_i) / (sat_i - db_i), 0, 1) sgn(qdot_i)
+    tau = alpha tau_pos + (1 - alpha) tau_neg, clipped to [lower, upper]
+
+with the signed velocity (|qdot| would keep alpha >= 0.5, a known bug). One
+pure function of (q, qdot) used by the node and the simulator; the hot path
+creates no arrays: it writes into lists allocated once.
+"""
+from __future__ import annotations
+
+import math
+
+from dvrk_ident_ros.gc.params import GcParameters
+from dvrk_ident_ros.gc.regressor import gravity_torques
+
+JOINTS = 7
+POLY_JOINTS = 6
+
+
+class CompensationLaw:
+    """Torques of a gc parameter set; after ``compute`` the diagnostics are in the attributes."""
+
+    def __init__(self, params: GcParameters):
+        self.params = params
+        self._pos = [float(x) for x in params.theta_pos]
+        self._neg = [float(x) for x in params.theta_neg]
+        self._shared_gravity = self._pos[:10] == self._neg[:10]
+        self._poly_pos = [self._pos[10 + 5 * i:15 + 5 * i][::-1] for i in range(POLY_JOINTS)]  # Horner order
+        self._poly_neg = [self._neg[10 + 5 * i:15 + 5 * i][::-1] for i in range(POLY_JOINTS)]
+        self._db = [float(x) for x in params.deadband]
+        self._span = [float(s - d) for s, d in zip(params.saturation, params.deadband, strict=True)]
+        self._ratio = [float(x) for x in params.ratio]
+        self._upper = [float(x) for x in params.upper_limit]
+        self._lower = [float(x) for x in params.lower_limit]
+        self._g = params.g_constant
+        self.gravity = [0.0] * JOINTS
+        self._gravity_neg = [0.0] * JOINTS
+        self.disturbance = [0.0] * JOINTS
+        self.alpha = [0.5] * JOINTS
+        self.total = [0.0] * JOINTS
+        self.saturated = [False] * JOINTS
+
+    def compute(self, q, qdot, scale: float = 1.0) -> list[float]:
+        """Torques (N m, dVRK joint space) for positions q and velocities qdot (7 each).
+
+        ``scale`` (0..1) multiplies the output (ramp-in, fade-out) before the clamp.
+        Returns ``self.total`` (the same list every call).
+        """
+        gravity_torques(q, self._pos, self.gravity, self._g)
+        if not self._shared_gravity:
+            gravity_torques(q, self._neg, self._gravity_neg, self._g)
+        for i in range(JOINTS):
+            if i < POLY_JOINTS:
+                x = q[i]
+                pos = 0.0
+                for c in self._poly_pos[i]:
+                    pos = pos * x + c
+                neg = 0.0
+                for c in self._poly_neg[i]:
+                    neg = neg * x + c
+            else:
+                pos = neg = 0.0
+            v = qdot[i]
+            speed = abs(v)
+            if speed <= self._db[i]:
+                a = 0.5
+            else:
+                frac = (speed - self._db[i]) / self._span[i]
+                a = 0.5 + math.copysign(0.5 * self._ratio[i] * (frac if frac < 1.0 else 1.0), v)
+            g_pos = self.gravity[i]
+            g_neg = g_pos if self._shared_gravity else self._gravity_neg[i]
+            grav = a * g_pos + (1.0 - a) * g_neg
+            dist = a * pos + (1.0 - a) * neg
+            tau = scale * (grav + dist)
+            hi, lo = self._upper[i], self._lower[i]
+            clipped = hi if tau > hi else lo if tau < lo else tau
+            self.alpha[i] = a
+            self.disturbance[i] = dist
+            self.gravity[i] = grav
+            self.saturated[i] = clipped != tau
+            self.total[i] = clipped
+        return self.total

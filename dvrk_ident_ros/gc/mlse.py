@@ -1,0 +1,153 @@
+"""MLSE and SLSE estimation of the gc model (Lin 2019 section III).
+
+The gravity regressor is upper echelon over joints 2-6: row i uses only
+gravity parameters that rows i..6 also use. MLSE estimates, from distal to
+proximal, for joint i: the gravity parameters first appearing in row i and
+the joint's two direction-dependent polynomials, from joint i's own sweeps,
+with the torque of the gravity parameters already estimated subtracted
+(eqs. 17-24). SLSE fits everything at once (eq. 15). Which gravity columns are
+"new" in row i is read off the regressor's sparsity, not typed in.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from dvrk_ident_ros.errors import DataError, SolverError
+from dvrk_ident_ros.gc.data import PoseData
+from dvrk_ident_ros.gc.regressor import N_GRAVITY, POLY_ORDER, gravity_regressor
+
+DEFAULT_ORDERS = {1: 4, 2: 1, 3: 4, 4: 4, 5: 4, 6: 4}  # Lin 2019 section VI-A
+
+
+def new_gravity_columns() -> dict[int, list[int]]:
+    """For joint i (1..6) the gravity columns used by row i and by no row below it (distal)."""
+    q = np.random.default_rng(0).uniform(-np.pi, np.pi, (50, 7))
+    used = np.any(np.abs(gravity_regressor(q)) > 1e-12, axis=0)  # 7 x 10
+    out = {}
+    for i in range(6, 0, -1):
+        distal = np.any(used[i:6], axis=0) if i < 6 else np.zeros(N_GRAVITY, dtype=bool)
+        out[i] = [int(c) for c in np.flatnonzero(used[i - 1] & ~distal)]
+    return out
+
+
+@dataclass
+class GcFit:
+    gravity: np.ndarray  # 10
+    poly_pos: dict[int, np.ndarray]  # joint -> coefficients [c0..c4] (order+1 used, rest 0)
+    poly_neg: dict[int, np.ndarray]
+    orders: dict[int, int]
+    method: str
+
+    def theta(self, direction: int) -> np.ndarray:
+        """The 40-vector for one direction (+1 / -1)."""
+        polys = self.poly_pos if direction > 0 else self.poly_neg
+        out = np.zeros(N_GRAVITY + 6 * (POLY_ORDER + 1))
+        out[:N_GRAVITY] = self.gravity
+        for i in range(1, 7):
+            out[N_GRAVITY + 5 * (i - 1):N_GRAVITY + 5 * i] = polys[i]
+        return out
+
+    def predict(self, data: PoseData) -> np.ndarray:
+        """Torques (N x 7) at the poses, each with its sweep's direction."""
+        R = gravity_regressor(data.q) @ self.gravity
+        for i in range(1, 7):
+            powers = data.q[:, i - 1:i] ** np.arange(POLY_ORDER + 1)
+            R[:, i - 1] += np.where(data.direction > 0, powers @ self.poly_pos[i], powers @ self.poly_neg[i])
+        return R
+
+
+def _check(data: PoseData, orders: dict[int, int]) -> None:
+    missing = [i for i in range(1, 7) if i not in data.joints_present]
+    if missing:
+        raise DataError(f"{data.source}: no sweep of joint(s) {missing}: MLSE needs every joint 1-6 "
+                        "(record the whole pose grid)")
+    for i in range(1, 7):
+        sel = data.joint == i
+        if not (np.any(data.direction[sel] > 0) and np.any(data.direction[sel] < 0)):
+            raise DataError(f"{data.source}: joint {i} lacks sweeps in both directions")
+        if not 0 <= orders[i] <= POLY_ORDER:
+            raise SolverError(f"polynomial order {orders[i]} of joint {i} outside 0..{POLY_ORDER} (the gc format)")
+
+
+def _poly_columns(qi: np.ndarray, direction: np.ndarray, order: int) -> np.ndarray:
+    powers = qi[:, None] ** np.arange(order + 1)
+    pos = powers * (direction > 0)[:, None]
+    return np.hstack([pos, powers * (direction < 0)[:, None]])
+
+
+def _pad(c: np.ndarray) -> np.ndarray:
+    out = np.zeros(POLY_ORDER + 1)
+    out[:len(c)] = c
+    return out
+
+
+def fit_mlse(data: PoseData, orders: dict[int, int] | None = None) -> GcFit:
+    orders = {**DEFAULT_ORDERS, **(orders or {})}
+    _check(data, orders)
+    new = new_gravity_columns()
+    gravity = np.zeros(N_GRAVITY)
+    known = np.zeros(N_GRAVITY, dtype=bool)
+    poly_pos, poly_neg = {}, {}
+    for i in range(6, 0, -1):
+        sel = data.joint == i
+        q, tau, d = data.q[sel], data.tau[sel, i - 1], data.direction[sel]
+        Rg = gravity_regressor(q)[:, i - 1, :]
+        target = tau - Rg[:, known] @ gravity[known]
+        A = np.hstack([Rg[:, new[i]], _poly_columns(q[:, i - 1], d, orders[i])])
+        x, _, rank, _ = np.linalg.lstsq(A, target, rcond=None)
+        if rank < A.shape[1]:
+            raise SolverError(f"MLSE step for joint {i}: the sweeps do not excite its parameters "
+                              f"(rank {rank} of {A.shape[1]})")
+        k = len(new[i])
+        gravity[new[i]] = x[:k]
+        known[new[i]] = True
+        n = orders[i] + 1
+        poly_pos[i], poly_neg[i] = _pad(x[k:k + n]), _pad(x[k + n:k + 2 * n])
+    return GcFit(gravity, poly_pos, poly_neg, orders, "mlse")
+
+
+def fit_slse(data: PoseData, orders: dict[int, int] | None = None) -> GcFit:
+    """All joints at once on all the data (eq. 15), for comparison."""
+    orders = {**DEFAULT_ORDERS, **(orders or {})}
+    _check(data, orders)
+    blocks, targets = [], []
+    n_poly = [orders[i] + 1 for i in range(1, 7)]
+    offsets = np.cumsum([0, *[2 * n for n in n_poly]])
+    Rg = gravity_regressor(data.q)
+    for i in range(1, 7):
+        A = np.zeros((len(data.q), N_GRAVITY + offsets[-1]))
+        A[:, :N_GRAVITY] = Rg[:, i - 1, :]
+        A[:, N_GRAVITY + offsets[i - 1]:N_GRAVITY + offsets[i]] = _poly_columns(data.q[:, i - 1], data.direction,
+                                                                               orders[i])
+        blocks.append(A)
+        targets.append(data.tau[:, i - 1])
+    x, *_ = np.linalg.lstsq(np.vstack(blocks), np.concatenate(targets), rcond=None)
+    poly_pos, poly_neg = {}, {}
+    for i in range(1, 7):
+        seg = x[N_GRAVITY + offsets[i - 1]:N_GRAVITY + offsets[i]]
+        n = orders[i] + 1
+        poly_pos[i], poly_neg[i] = _pad(seg[:n]), _pad(seg[n:])
+    return GcFit(x[:N_GRAVITY], poly_pos, poly_neg, orders, "slse")
+
+
+def relative_errors(fit_or_thetas, data: PoseData, by_direction: bool = False) -> dict:
+    """Relative RMS error per joint, on each joint's own sweeps (eq. 32), pooled or per direction."""
+    if isinstance(fit_or_thetas, GcFit):
+        pred = fit_or_thetas.predict(data)
+    else:
+        from dvrk_ident_ros.gc.regressor import torques
+
+        theta_pos, theta_neg = fit_or_thetas
+        pred = np.where(data.direction[:, None] > 0, torques(data.q, theta_pos), torques(data.q, theta_neg))
+    out = {}
+    for i in range(1, 7):
+        sel = data.joint == i
+        groups = [("both", sel)] if not by_direction else [("pos", sel & (data.direction > 0)),
+                                                           ("neg", sel & (data.direction < 0))]
+        for label, mask in groups:
+            if np.any(mask):
+                err = np.linalg.norm(pred[mask, i - 1] - data.tau[mask, i - 1]) / np.linalg.norm(data.tau[mask, i - 1])
+                out[(i, label)] = float(err)
+    return out
