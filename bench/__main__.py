@@ -5,7 +5,7 @@ import importlib
 import sys
 import time
 
-BENCHMARKS = ["model", "identify", "excitation"]
+BENCHMARKS = ["model", "identify", "excitation", "gc"]
 
 
 def main(argv: list[str]) -> int:
