@@ -29,7 +29,7 @@ def run() -> bool:
               "8 starts, seed 1)")
         start = time.perf_counter()
         result = optimise(model, coordinate_limits(model), cartesian_boxes(model), harmonics=6,
-                          base_frequency=FREQUENCY[arm], starts=8, seed=1, progress=False)
+                          base_frequency=FREQUENCY[arm], starts=8, seed=1, max_iterations=200, progress=False)
         elapsed = time.perf_counter() - start
         ok &= verdict("optimisation time", elapsed, 600.0, fmt=".0f")
         print(f"  condition number {result.condition_number:.1f} (starts {', '.join(f'{c:.0f}' for c in result.starts)}"
