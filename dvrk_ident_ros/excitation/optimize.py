@@ -84,24 +84,34 @@ class _Problem:
         self.T = T
         proto = FourierTrajectory(base_frequency, np.zeros(self.n), np.zeros((harmonics, self.n)),
                                   np.zeros((harmonics, self.n)))
+        self.proto = proto
+        self.margin = margin
         tc = np.linspace(0.0, proto.period, constraint_samples, endpoint=False)
-        B0, B1 = proto.basis(tc, 0) @ T, proto.basis(tc, 1) @ T
+        self.G, self.h = self._rows(tc)  # G x <= h
+        self.tc = tc
+        ts = sample_times(proto.period, samples)
+        self.bases = [proto.basis(ts, order) for order in range(3)]
+
+    def _rows(self, times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Linear position and speed limits at ``times``: rows of G x <= h."""
+        B0, B1 = self.proto.basis(times, 0) @ self.T, self.proto.basis(times, 1) @ self.T
         rows, rhs = [], []
-        for lim in limits:
+        for lim in self.limits:
             span = lim.upper - lim.lower
             G0 = np.kron(lim.coefficients[None, :], B0)  # x ordered joint-major
             G1 = np.kron(lim.coefficients[None, :], B1)
             rows += [G0, -G0]
-            rhs += [np.full(len(tc), lim.upper - lim.offset - margin * span),
-                    np.full(len(tc), -(lim.lower - lim.offset + margin * span))]
+            rhs += [np.full(len(times), lim.upper - lim.offset - self.margin * span),
+                    np.full(len(times), -(lim.lower - lim.offset + self.margin * span))]
             if np.isfinite(lim.max_speed):
                 rows += [G1, -G1]
-                rhs += [np.full(len(tc), lim.max_speed * (1 - margin))] * 2
-        self.G = np.vstack(rows)  # G x <= h
-        self.h = np.concatenate(rhs)
-        self.tc = tc
-        ts = sample_times(proto.period, samples)
-        self.bases = [proto.basis(ts, order) for order in range(3)]
+                rhs += [np.full(len(times), lim.max_speed * (1 - self.margin))] * 2
+        return np.vstack(rows), np.concatenate(rhs)
+
+    def add_times(self, times: np.ndarray) -> None:
+        """Impose the limits at more times (where a dense check found them crossed)."""
+        G, h = self._rows(np.asarray(times, dtype=float))
+        self.G, self.h = np.vstack([self.G, G]), np.concatenate([self.h, h])
 
     def trajectory(self, x: np.ndarray) -> FourierTrajectory:
         coeffs = self.T @ x.reshape(self.n, self.k).T  # (1 + 2H) x n
@@ -177,6 +187,23 @@ class _Problem:
         raise SolverError("no feasible start: the Cartesian boxes leave no room about the centre")
 
 
+def _violation_times(problem: _Problem, x: np.ndarray) -> np.ndarray:
+    """Times (1 kHz grid) where a linear limit is crossed, at most one per crossing interval and limit."""
+    traj = problem.trajectory(x)
+    t = np.arange(0.0, traj.period, 1.0 / CHECK_RATE)
+    q, qd, _ = traj.evaluate(t)
+    out = []
+    for lim in problem.limits:
+        c, v = q @ lim.coefficients + lim.offset, qd @ lim.coefficients
+        for bad, value in ((c > lim.upper, c), (c < lim.lower, -c), (np.abs(v) > lim.max_speed, np.abs(v))):
+            if not np.any(bad):
+                continue
+            edges = np.flatnonzero(np.diff(np.concatenate([[0], bad.astype(int), [0]])))
+            for start, stop in zip(edges[::2], edges[1::2], strict=True):
+                out.append(t[start + int(np.argmax(value[start:stop]))])
+    return np.array(sorted(set(out)))
+
+
 def _label(index: int, starts: int) -> str:
     return f"start {index + 1}/{starts}" if index < starts else "polishing the best"
 
@@ -232,8 +259,29 @@ def optimise(model: ArmModel, limits: list[CoordinateLimit], boxes: list[Cartesi
             best, best_value = state["x"], state["value"]
     if best is None:
         raise SolverError("no start converged to a trajectory within the limits")
-    # Between the constraint times a limit can be crossed by a hair: shrink the
-    # harmonics about the mean position until the 1 kHz check passes.
+    # Between the constraint times a limit can be crossed by a hair: impose the
+    # limits also where the 1 kHz check finds them crossed and polish again (a
+    # few rounds); only then, if needed, shrink the harmonics about the mean.
+    for _ in range(3):
+        times = _violation_times(problem, best)
+        if len(times) == 0:
+            break
+        problem.add_times(times)
+        state = {"iteration": 0, "x": best, "value": np.inf}
+
+        def keep_best(x, state=state):
+            if np.all(problem.G @ x <= problem.h + 1e-9) and (not boxes or np.all(problem.cartesian(x) >= -1e-9)):
+                value = problem.true_cond(x)
+                if value < state["value"]:
+                    state["x"], state["value"] = x.copy(), value
+
+        result = scipy.optimize.minimize(problem.objective, best, jac=problem.gradient, method="SLSQP",
+                                         constraints=constraints, callback=keep_best,
+                                         options={"maxiter": max(10, max_iterations // 5), "ftol": 1e-7})
+        keep_best(result.x)
+        if np.isfinite(state["value"]):
+            best = state["x"]
+    # Last resort: shrink the harmonics about the mean position until the 1 kHz check passes.
     center = best.reshape(problem.n, problem.k).copy()
     center[:, 1:] = 0.0
     center = center.ravel()
