@@ -117,8 +117,13 @@ def load_cuhk(root: str | Path, std_filter: float = 0.3, trim: tuple[int, int] =
 
 
 def load_poses(path: str | Path, **kwargs) -> PoseData:
-    """CUHK directory or an .npz with arrays q, tau, joint, direction (auxiliary, sweep optional)."""
+    """CUHK directory, a rosbag2 recording of the player (directory with metadata.yaml),
+    or an .npz with arrays q, tau, joint, direction (auxiliary, sweep optional)."""
     path = Path(path)
+    if path.is_dir() and (path / "metadata.yaml").is_file():
+        from dvrk_ident_ros.gc.bags import load_pose_bag
+
+        return load_pose_bag(path, **{k: v for k, v in kwargs.items() if k == "std_filter"})
     if path.suffix == ".npz":
         try:
             with np.load(path) as z:
