@@ -1,0 +1,80 @@
+"""Forward dynamics in motor coordinates: M(q) qdd = tau - h(q, qd).
+
+h collects Coriolis/centrifugal, gravity, springs and the known (cable)
+torques from the model core, plus friction evaluated here with a smooth
+Coulomb term (tanh(v / v_s) instead of sign(v), for a well-posed integration).
+Integration is fixed-step RK4 (energy-conserving to high order when friction
+and control are off).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from dvrk_ident_ros.model.arm_model import ArmModel
+
+
+@dataclass
+class ArmState:
+    q: np.ndarray  # motor coordinates
+    qd: np.ndarray
+    t: float = 0.0
+
+
+class ArmPhysics:
+    def __init__(self, model: ArmModel, delta: np.ndarray, *, coulomb_velocity: float = 0.02,
+                 friction: bool = True):
+        self.model = model
+        self.delta = np.asarray(delta, dtype=float)
+        self.n = model.dof
+        layout = model.layout
+        self._friction = friction
+        self._rigid = self.delta.copy()
+        for kind in ("Fv", "Fc", "Fo"):
+            self._rigid[layout.of_kind(kind)] = 0.0  # friction handled here, smoothly
+        self._elements = []
+        d = model.description
+        coords = [(f.name, f.joint) for f in d.frames if f.friction] + [(dr.name, dr.coordinate)
+                                                                          for dr in d.drives if dr.friction]
+        for owner, coord in coords:
+            self._elements.append((coord.coefficients, self.delta[layout.index(f"Fv{owner}")],
+                                   self.delta[layout.index(f"Fc{owner}")], self.delta[layout.index(f"Fo{owner}")]))
+        self.coulomb_velocity = coulomb_velocity
+
+    def friction(self, qd: np.ndarray) -> np.ndarray:
+        tau = np.zeros(self.n)
+        if not self._friction:
+            return tau
+        for coefficients, fv, fc, fo in self._elements:
+            v = coefficients @ qd
+            tau += coefficients * (fv * v + fc * np.tanh(v / self.coulomb_velocity) + fo)
+        return tau
+
+    def bias(self, q: np.ndarray, qd: np.ndarray) -> np.ndarray:
+        """h(q, qd): every torque but the inertial one, without the motors' commands."""
+        h = self.model.regressor(q, qd, np.zeros(self.n))[0] @ self._rigid + self.model.known_torques(q)[0]
+        return h + self.friction(qd)
+
+    def acceleration(self, q: np.ndarray, qd: np.ndarray, tau: np.ndarray) -> np.ndarray:
+        M = self.model.mass_matrix(q, self.delta)[0]
+        return np.linalg.solve(M, tau - self.bias(q, qd))
+
+    def step(self, state: ArmState, tau, dt: float) -> ArmState:
+        """One RK4 step with the motor torques ``tau`` (held constant, or a function of (t, q, qd))."""
+        def torque(t, q, qd):
+            return tau(t, q, qd) if callable(tau) else tau
+
+        def f(t, q, qd):
+            return qd, self.acceleration(q, qd, torque(t, q, qd))
+
+        q, qd, t = state.q, state.qd, state.t
+        k1q, k1v = f(t, q, qd)
+        k2q, k2v = f(t + dt / 2, q + dt / 2 * k1q, qd + dt / 2 * k1v)
+        k3q, k3v = f(t + dt / 2, q + dt / 2 * k2q, qd + dt / 2 * k2v)
+        k4q, k4v = f(t + dt, q + dt * k3q, qd + dt * k3v)
+        return ArmState(q + dt / 6 * (k1q + 2 * k2q + 2 * k3q + k4q), qd + dt / 6 * (k1v + 2 * k2v + 2 * k3v + k4v),
+                        t + dt)
+
+    def kinetic_energy(self, q: np.ndarray, qd: np.ndarray) -> float:
+        return float(0.5 * qd @ self.model.mass_matrix(q, self.delta)[0] @ qd)

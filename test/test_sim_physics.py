@@ -1,0 +1,94 @@
+"""The simulated arm's physics: energy, holding, tracking (issue: simulated dVRK arm)."""
+from __future__ import annotations
+
+import numpy as np
+
+from dvrk_ident_ros.excitation.fourier import rest_to_rest
+from dvrk_ident_ros.identify.synthetic import plausible_parameters
+from dvrk_ident_ros.model.arm_model import load_model
+from dvrk_ident_ros.model.reference import LagrangianReference
+from dvrk_ident_ros.sim.physics import ArmPhysics, ArmState
+from dvrk_ident_ros.sim.servo import PidGains, PidServo
+
+
+def _conservative(arm: str):
+    model = load_model(arm)
+    delta = plausible_parameters(model, np.random.default_rng(0))
+    for kind in ("K", "Fv", "Fc", "Fo"):
+        delta[model.layout.of_kind(kind)] = 0.0
+    return model, delta
+
+
+def test_energy_is_conserved_without_friction_and_control():
+    model, delta = _conservative("psm")
+    physics = ArmPhysics(model, delta, friction=False)
+    ref = LagrangianReference(model.description)
+    rng = np.random.default_rng(1)
+    state = ArmState(rng.uniform(-0.5, 0.5, 7) + np.array([0, 0, 0.15, 0, 0, 0, 0.5]), rng.normal(0, 0.5, 7))
+
+    def energy(s):
+        return physics.kinetic_energy(s.q, s.qd) + float(np.real(ref.potential(s.q, delta)))
+
+    e0 = energy(state)
+    zero = np.zeros(7)
+    for _ in range(500):  # 0.5 s at 1 kHz
+        state = physics.step(state, zero, 1e-3)
+    assert abs(energy(state) - e0) <= 1e-6 * max(abs(e0), physics.kinetic_energy(state.q, state.qd))
+    assert np.linalg.norm(state.qd) > 0.1  # it did move
+
+
+def test_true_holding_torques_keep_the_arm_still():
+    model = load_model("mtm")
+    delta = plausible_parameters(model, np.random.default_rng(2))
+    physics = ArmPhysics(model, delta)
+    q0 = np.array([0.1, 0.3, 0.5, 0.2, 0.4, 0.1, 0.0])
+    state = ArmState(q0.copy(), np.zeros(7))
+    hold = physics.bias(q0, np.zeros(7))  # gravity, springs, cable (and friction offsets) at rest
+    for _ in range(300):
+        state = physics.step(state, hold, 1.0 / 1500)
+    assert np.max(np.abs(state.q - q0)) < 1e-9
+
+
+def _servo(model):
+    kp = np.array([100.0, 150.0, 150.0, 20.0, 10.0, 6.0, 2.0])
+    gains = PidGains(kp=kp, kd=0.1 * kp, ki=2 * kp, torque_limit=np.full(7, 40.0), integral_limit=np.full(7, 0.5))
+    return PidServo(gains, model.dof)
+
+
+def test_pid_holds_a_pose_against_gravity():
+    model = load_model("mtm")
+    delta = plausible_parameters(model, np.random.default_rng(3))
+    physics = ArmPhysics(model, delta)
+    servo = _servo(model)
+    q_ref_d = np.array([0.1, 0.3, 0.2, 0.2, 0.4, 0.1, 0.0])  # dVRK joint space
+    state = ArmState(model.motor_from_dvrk(q_ref_d), np.zeros(7))
+    dt = 1.0 / 1500
+    for _ in range(3000):
+        qd_d, vd_d = model.dvrk_from_motor(state.q), model.dvrk_from_motor(state.qd)
+        tau_d = servo.command(qd_d, vd_d, q_ref_d, np.zeros(7), dt)
+        state = physics.step(state, model.motor_torque_from_dvrk(tau_d), dt)
+    assert np.max(np.abs(model.dvrk_from_motor(state.q) - q_ref_d)) < 0.01  # the integral removes the sag
+    assert np.max(np.abs(state.qd)) < 1e-2
+
+
+def test_pid_follows_a_fourier_trajectory():
+    model = load_model("psm")
+    delta = plausible_parameters(model, np.random.default_rng(4))
+    physics = ArmPhysics(model, delta)
+    gains = PidGains(kp=np.array([200, 200, 2000, 20, 20, 20, 20.0]), kd=np.array([10, 10, 100, 0.5, 0.5, 0.5, 0.5]),
+                     ki=np.zeros(7), torque_limit=np.full(7, 50.0))
+    servo = PidServo(gains, 7)
+    rng = np.random.default_rng(5)
+    traj = rest_to_rest(0.5, np.array([0, 0, 0.15, 0, 0, 0, 0.4]), rng.normal(0, 0.05, (3, 7)),
+                        rng.normal(0, 0.05, (3, 7)))
+    q0, _, _ = traj.evaluate(np.array([0.0]))
+    state = ArmState(q0[0].copy(), np.zeros(7))
+    dt = 1.0 / 1500
+    errors = []
+    for k in range(1500):
+        q_ref, qd_ref, _ = traj.evaluate(np.array([k * dt]))
+        tau_d = servo.command(model.dvrk_from_motor(state.q), model.dvrk_from_motor(state.qd),
+                              model.dvrk_from_motor(q_ref[0]), model.dvrk_from_motor(qd_ref[0]), dt)
+        state = physics.step(state, model.motor_torque_from_dvrk(tau_d), dt)
+        errors.append(np.max(np.abs(state.q - traj.evaluate(np.array([(k + 1) * dt]))[0][0])))
+    assert max(errors) < 0.05
