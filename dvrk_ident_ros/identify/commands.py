@@ -9,16 +9,18 @@ from pathlib import Path
 import numpy as np
 
 from dvrk_ident_ros.data.loaders import FORMATS, load_dataset
-from dvrk_ident_ros.identify.added_mass import estimate_added_mass
-from dvrk_ident_ros.identify.pipeline import METHODS, filtered_torques, identify_files, model_for, predict
-from dvrk_ident_ros.identify.report import plot_torques, write_text_report
-from dvrk_ident_ros.identify.results import IdentificationResult
 from dvrk_ident_ros.model.arm_model import load_model
 
+# The estimators (cvxpy, matplotlib) are imported by the handlers that use them,
+# so that every other command starts quickly.
 FORMAT_CHOICES = list(FORMATS)
+METHODS = ("sdp", "wls", "ols")
 
 
 def _identify(args: argparse.Namespace) -> int:
+    from dvrk_ident_ros.identify.pipeline import filtered_torques, identify_files, predict
+    from dvrk_ident_ros.identify.report import plot_torques, write_text_report
+
     result, model = identify_files(args.arm, args.data, args.method, args.format)
     out = Path(args.out)
     result.save(out)
@@ -36,6 +38,9 @@ def _identify(args: argparse.Namespace) -> int:
 
 
 def _predict(args: argparse.Namespace) -> int:
+    from dvrk_ident_ros.identify.pipeline import model_for, predict
+    from dvrk_ident_ros.identify.results import IdentificationResult
+
     result = IdentificationResult.load(args.params)
     model = model_for(result)
     data = load_dataset(args.data, args.format, joints=model.dof, dvrk_from_motor=model.A)
@@ -47,6 +52,8 @@ def _predict(args: argparse.Namespace) -> int:
 
 
 def _added_mass(args: argparse.Namespace) -> int:
+    from dvrk_ident_ros.identify.added_mass import estimate_added_mass
+
     model = load_model(args.arm)
     before = load_dataset(args.before, args.format, joints=model.dof, dvrk_from_motor=model.A)
     after = load_dataset(args.after, args.format, joints=model.dof, dvrk_from_motor=model.A)
