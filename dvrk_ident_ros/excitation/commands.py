@@ -10,6 +10,7 @@ from dvrk_ident_ros.excitation.constraints import cartesian_boxes, coordinate_li
 from dvrk_ident_ros.excitation.files import load_trajectory, save_grid, save_trajectory
 from dvrk_ident_ros.excitation.grid import make_grid
 from dvrk_ident_ros.excitation.optimize import condition_number, optimise, verify
+from dvrk_ident_ros.files import add_command_group
 from dvrk_ident_ros.model.arm_model import load_model
 
 DEFAULT_FREQUENCY = {"mtm": 0.1, "psm": 0.18}
@@ -71,9 +72,7 @@ def _grid(args: argparse.Namespace) -> int:
 
 
 def add_trajectory_commands(sub: argparse._SubParsersAction) -> None:
-    traj = sub.add_parser("trajectory", help="excitation trajectories and MLSE pose grids")
-    tsub = traj.add_subparsers(dest="trajectory_command", metavar="COMMAND")
-    tsub.required = True
+    tsub = add_command_group(sub, "trajectory", "excitation trajectories and MLSE pose grids")
     p = tsub.add_parser("optimize", help="optimise a Fourier excitation trajectory")
     p.add_argument("--arm", required=True)
     p.add_argument("--variant", default=None, help="MTML or MTMR: mirrored wrist limits")

@@ -31,29 +31,17 @@ are read as well.
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import yaml
 
 from dvrk_ident_ros.errors import DataError
 from dvrk_ident_ros.excitation.fourier import FourierTrajectory
+from dvrk_ident_ros.files import read_document
 
 TRAJECTORY_FORMAT = "dvrk_ident.trajectory/1"
 GRID_FORMAT = "dvrk_ident.pose_grid/1"
-
-
-def _read(path: Path) -> Any:
-    try:
-        text = Path(path).read_text()
-    except OSError as exc:
-        raise DataError(f"{path}: cannot read: {exc.strerror or exc}") from exc
-    try:
-        return json.loads(text) if str(path).endswith(".json") else yaml.safe_load(text)
-    except (json.JSONDecodeError, yaml.YAMLError) as exc:
-        raise DataError(f"{path}: not valid {'JSON' if str(path).endswith('.json') else 'YAML'}: {exc}") from exc
 
 
 def save_trajectory(path: str | Path, traj: FourierTrajectory, *, arm: str, variant: str | None = None,
@@ -75,7 +63,7 @@ def save_trajectory(path: str | Path, traj: FourierTrajectory, *, arm: str, vari
 def load_trajectory(path: str | Path, arm: str | None = None, joints: int | None = None
                     ) -> tuple[FourierTrajectory, dict]:
     """A Fourier trajectory and its file's metadata; ``arm`` (mtm, psm) must match if given."""
-    raw = _read(Path(path))
+    raw = read_document(path)
     if not isinstance(raw, dict):
         raise DataError(f"{path}: expected a mapping")
     if "form" in raw and "joints" in raw:  # the original package's trajectory_one.json
@@ -118,7 +106,7 @@ def save_grid(path: str | Path, grid: dict) -> Path:
 
 
 def load_grid(path: str | Path, arm: str | None = None) -> dict:
-    raw = _read(Path(path))
+    raw = read_document(path)
     if not isinstance(raw, dict) or raw.get("format") != GRID_FORMAT:
         raise DataError(f"{path}: not a dvrk_ident pose grid")
     if arm is not None and str(raw.get("arm", "")).upper() != arm.upper():

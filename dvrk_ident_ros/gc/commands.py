@@ -7,6 +7,7 @@ import json
 import numpy as np
 
 from dvrk_ident_ros.errors import DataError
+from dvrk_ident_ros.files import add_command_group
 from dvrk_ident_ros.gc.crossval import cross_validate, select_orders
 from dvrk_ident_ros.gc.data import load_poses
 from dvrk_ident_ros.gc.mlse import DEFAULT_ORDERS, fit_mlse, fit_slse, relative_errors
@@ -85,9 +86,7 @@ def _orders_cmd(args: argparse.Namespace) -> int:
 
 
 def add_gc_commands(sub: argparse._SubParsersAction) -> None:
-    gc = sub.add_parser("gc", help="MTM gravity compensation (MLSE, dVRK gc files)")
-    gsub = gc.add_subparsers(dest="gc_command", metavar="COMMAND")
-    gsub.required = True
+    gsub = add_command_group(sub, "gc", "MTM gravity compensation (MLSE, dVRK gc files)")
     p = gsub.add_parser("fit", help="fit a gc file (version 2.0) from pose-grid data")
     p.add_argument("--data", required=True, help="CUHK directory (Train_Joint<i>/...) or .npz of poses")
     p.add_argument("--arm", default=None, help="MTML or MTMR (default: from the data path)")

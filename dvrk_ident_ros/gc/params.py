@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from dvrk_ident_ros.errors import DataError
+from dvrk_ident_ros.files import read_document
 from dvrk_ident_ros.gc.regressor import N_PARAMS
 
 SIDES = ("MTML", "MTMR")
@@ -78,12 +79,7 @@ def load_gc(path: str | Path) -> GcParameters:
     has no dead band / saturation / ratio vectors; the 2.0 defaults are used and
     ``version`` says "1.0")."""
     path = Path(path)
-    try:
-        raw = json.loads(path.read_text())
-    except OSError as exc:
-        raise DataError(f"{path}: cannot read: {exc.strerror or exc}") from exc
-    except json.JSONDecodeError as exc:
-        raise DataError(f"{path}: not valid JSON: {exc}") from exc
+    raw = read_document(path)
     if not isinstance(raw, dict) or "GC_controller" not in raw:
         raise DataError(f"{path}: not a dVRK gc file (no GC_controller)")
     arm = str(raw.get("ARM_NAME", "")).upper()

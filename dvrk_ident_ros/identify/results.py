@@ -15,6 +15,7 @@ import numpy as np
 
 from dvrk_ident_ros import __version__
 from dvrk_ident_ros.errors import DataError
+from dvrk_ident_ros.files import read_document
 
 FORMAT = "dvrk_ident.parameters/1"
 
@@ -54,12 +55,7 @@ class IdentificationResult:
     @classmethod
     def load(cls, path: str | Path) -> IdentificationResult:
         path = Path(path)
-        try:
-            raw = json.loads(path.read_text())
-        except OSError as exc:
-            raise DataError(f"{path}: cannot read: {exc.strerror or exc}") from exc
-        except json.JSONDecodeError as exc:
-            raise DataError(f"{path}: not a JSON parameter file: {exc}") from exc
+        raw = read_document(path)
         if not isinstance(raw, dict) or raw.get("format") != FORMAT:
             raise DataError(f"{path}: not a dvrk_ident parameter file (format {raw.get('format')!r})"
                             if isinstance(raw, dict) else f"{path}: not a dvrk_ident parameter file")

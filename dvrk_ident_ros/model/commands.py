@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from dvrk_ident_ros.files import add_command_group
 from dvrk_ident_ros.model.arm_model import load_model
 
 
@@ -36,9 +37,7 @@ def _info(args: argparse.Namespace) -> int:
 
 
 def add_model_commands(sub: argparse._SubParsersAction) -> None:
-    model = sub.add_parser("model", help="the arm's dynamic model")
-    model_sub = model.add_subparsers(dest="model_command", metavar="COMMAND")
-    model_sub.required = True
+    model_sub = add_command_group(sub, "model", "the arm's dynamic model")
     info = model_sub.add_parser("info", help="parameter counts, build time, cache use, names")
     info.add_argument("--arm", required=True, help="mtm, psm (mtml, mtmr, psm1..3) or a description .yaml")
     info.add_argument("--no-cache", action="store_true", help="regenerate the model even if cached")

@@ -15,10 +15,10 @@ from typing import Any
 
 import numpy as np
 import sympy
-import yaml
 from sympy.parsing.sympy_parser import parse_expr, standard_transformations
 
 from dvrk_ident_ros.errors import DescriptionError
+from dvrk_ident_ros.files import read_document
 
 _FUNCTIONS = {name: getattr(sympy, name) for name in ("sin", "cos", "tan", "sqrt", "atan2", "exp", "Abs")}
 _FUNCTIONS["pi"] = sympy.pi
@@ -148,12 +148,7 @@ def resolve_arm(arm_or_path: str | Path) -> Path:
 def load_description(arm_or_path: str | Path) -> ArmDescription:
     """Load and validate an arm description; raise DescriptionError naming file and field."""
     path = resolve_arm(arm_or_path)
-    try:
-        raw = yaml.safe_load(path.read_text())
-    except OSError as exc:
-        raise DescriptionError(f"{path}: cannot read: {exc.strerror or exc}") from exc
-    except yaml.YAMLError as exc:
-        raise DescriptionError(f"{path}: not valid YAML: {str(exc).splitlines()[0]}") from exc
+    raw = read_document(path, DescriptionError)
     if not isinstance(raw, dict):
         raise DescriptionError(f"{path}: expected a mapping at the top level")
     return _Parser(path, raw).parse()
