@@ -62,3 +62,14 @@ def shared_dir() -> Path:
 @pytest.fixture
 def python() -> str:
     return sys.executable
+
+
+def pytest_collection_modifyitems(config, items):
+    """Inside `colcon test` (a check of the built package) the slow tests already run by
+    `make test` (set-up script, colcon itself, simulation) are skipped."""
+    if not os.environ.get("DVRK_IDENT_COLCON_TEST"):
+        return
+    skip = pytest.mark.skip(reason="slow test: run by `make test`, not inside colcon test")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)

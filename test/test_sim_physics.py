@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from dvrk_ident_ros.excitation.fourier import rest_to_rest
 from dvrk_ident_ros.identify.synthetic import plausible_parameters
@@ -9,6 +10,8 @@ from dvrk_ident_ros.model.arm_model import load_model
 from dvrk_ident_ros.model.reference import LagrangianReference
 from dvrk_ident_ros.sim.physics import ArmPhysics, ArmState
 from dvrk_ident_ros.sim.servo import PidGains, PidServo
+
+pytestmark = pytest.mark.slow
 
 
 def _conservative(arm: str):
