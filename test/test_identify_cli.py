@@ -99,3 +99,12 @@ def test_infeasible_solve_writes_no_parameter_file(psm_recordings, tmp_path, cap
     err = capsys.readouterr().err
     assert "SDP: solver status" in err and "infeasible" in err
     assert not out.exists()
+
+
+def test_identify_options_reach_the_parameter_file(psm_recordings, tmp_path):
+    before, _, _ = psm_recordings
+    params = tmp_path / "p.json"
+    assert cli.main(["identify", "--arm", "psm", "--data", str(before), "--method", "wls", "--cutoff", "3.5",
+                     "--torque-lags", "none", "--no-plots", "--out", str(params)]) == 0
+    result = IdentificationResult.load(params)
+    assert result.filter["cutoff_hz"] == 3.5 and result.torque_lags == [0.0] * 7

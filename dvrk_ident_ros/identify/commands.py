@@ -19,9 +19,15 @@ METHODS = ("sdp", "wls", "ols")
 
 def _identify(args: argparse.Namespace) -> int:
     from dvrk_ident_ros.identify.pipeline import filtered_torques, identify_files, predict
+    from dvrk_ident_ros.identify.problem import default_filter
     from dvrk_ident_ros.identify.report import plot_torques, write_text_report
 
-    result, model = identify_files(args.arm, args.data, args.method, args.format)
+    model = load_model(args.arm)
+    settings = default_filter(model)
+    if args.cutoff is not None:
+        settings = type(settings)(cutoff_hz=args.cutoff, order=settings.order, trim_seconds=settings.trim_seconds)
+    lags = "auto" if args.torque_lags == "auto" else "none"
+    result, model = identify_files(args.arm, args.data, args.method, args.format, settings, torque_lags=lags)
     out = Path(args.out)
     result.save(out)
     stem = out.with_suffix("")
@@ -68,6 +74,9 @@ def add_identify_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--format", choices=FORMAT_CHOICES, default=None, help="default: from the file")
     p.add_argument("--method", choices=METHODS, default="sdp")
     p.add_argument("--out", required=True, help="parameter file (JSON)")
+    p.add_argument("--cutoff", type=float, default=None, help="low-pass cutoff, Hz (default: the arm's, 1.8 / 5.4)")
+    p.add_argument("--torque-lags", choices=["auto", "none"], default="auto",
+                   help="estimate the per-joint delay of the measured torque (default) or assume none")
     p.add_argument("--no-plots", action="store_true")
     p.set_defaults(handler=_identify)
 

@@ -187,10 +187,11 @@ def filtered_torques(result_or_settings, data: Dataset) -> np.ndarray:
 
 
 def identify_files(arm: str, files: list[str | Path], method: str = "sdp", fmt: str | None = None,
-                   settings: FilterSettings | None = None) -> tuple[IdentificationResult, ArmModel]:
+                   settings: FilterSettings | None = None, torque_lags: str | list[float] = "auto"
+                   ) -> tuple[IdentificationResult, ArmModel]:
     model = load_model(arm)
     datasets = [load_dataset(f, fmt, joints=model.dof, dvrk_from_motor=model.A) for f in files]
-    return identify(model, datasets, method, settings), model
+    return identify(model, datasets, method, settings, torque_lags=torque_lags), model
 
 
 def split(data: Dataset, fraction: float) -> tuple[Dataset, Dataset]:
