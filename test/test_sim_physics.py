@@ -95,3 +95,13 @@ def test_pid_follows_a_fourier_trajectory():
         state = physics.step(state, model.motor_torque_from_dvrk(tau_d), dt)
         errors.append(np.max(np.abs(state.q - traj.evaluate(np.array([(k + 1) * dt]))[0][0])))
     assert max(errors) < 0.05
+
+
+def test_compiled_and_numpy_dynamics_agree():
+    model = load_model("mtm")
+    delta = plausible_parameters(model, np.random.default_rng(6))
+    fast, slow = ArmPhysics(model, delta), ArmPhysics(model, delta, compiled=False)
+    rng = np.random.default_rng(7)
+    q, qd = rng.normal(0, 0.5, 7), rng.normal(0, 1, 7)
+    assert np.allclose(fast.mass_matrix(q), slow.mass_matrix(q), rtol=1e-12, atol=1e-14)
+    assert np.allclose(fast.bias(q, qd), slow.bias(q, qd), rtol=1e-12, atol=1e-14)

@@ -24,8 +24,13 @@ class ArmState:
 
 class ArmPhysics:
     def __init__(self, model: ArmModel, delta: np.ndarray, *, coulomb_velocity: float = 0.02,
-                 friction: bool = True):
+                 friction: bool = True, compiled: bool = True):
         self.model = model
+        self._c = None
+        if compiled:
+            from dvrk_ident_ros.model.compiled import load_compiled
+
+            self._c = load_compiled(model)  # None without a C compiler: the NumPy module is used
         self.delta = np.asarray(delta, dtype=float)
         self.n = model.dof
         layout = model.layout
@@ -41,6 +46,10 @@ class ArmPhysics:
             self._elements.append((coord.coefficients, self.delta[layout.index(f"Fv{owner}")],
                                    self.delta[layout.index(f"Fc{owner}")], self.delta[layout.index(f"Fo{owner}")]))
         self.coulomb_velocity = coulomb_velocity
+        self._known = bool(d.known_torques)
+        self._unit = np.eye(self.n)
+        # motor inertia is not in the rigid-body inertia program: I_m c c^T per element
+        self._motor_inertia = self.model._motor_inertia(np.eye(self.n), self.delta)
 
     def friction(self, qd: np.ndarray) -> np.ndarray:
         tau = np.zeros(self.n)
@@ -53,12 +62,28 @@ class ArmPhysics:
 
     def bias(self, q: np.ndarray, qd: np.ndarray) -> np.ndarray:
         """h(q, qd): every torque but the inertial one, without the motors' commands."""
-        h = self.model.regressor(q, qd, np.zeros(self.n))[0] @ self._rigid + self.model.known_torques(q)[0]
+        zeros = np.zeros(self.n)
+        H = self._c.regressor(q, qd, zeros) if self._c is not None else self.model.regressor(q, qd, zeros)[0]
+        h = H @ self._rigid
+        if self._known:
+            h = h + self.model.known_torques(q)[0]
         return h + self.friction(qd)
 
+    def mass_matrix(self, q: np.ndarray) -> np.ndarray:
+        if self._c is None:
+            return self.model.mass_matrix(q, self.delta)[0]
+        M = np.empty((self.n, self.n))
+        for j in range(self.n):
+            M[:, j] = self._c.inertia(q, self._unit[j]) @ self.delta
+        return M + self._motor_inertia
+
     def acceleration(self, q: np.ndarray, qd: np.ndarray, tau: np.ndarray) -> np.ndarray:
-        M = self.model.mass_matrix(q, self.delta)[0]
-        return np.linalg.solve(M, tau - self.bias(q, qd))
+        return np.linalg.solve(self.mass_matrix(q), tau - self.bias(q, qd))
+
+    def step_euler(self, state: ArmState, tau: np.ndarray, dt: float) -> ArmState:
+        """Semi-implicit (symplectic) Euler: one dynamics evaluation per step, for real-time simulation."""
+        qd = state.qd + dt * self.acceleration(state.q, state.qd, tau)
+        return ArmState(state.q + dt * qd, qd, state.t + dt)
 
     def step(self, state: ArmState, tau, dt: float) -> ArmState:
         """One RK4 step with the motor torques ``tau`` (held constant, or a function of (t, q, qd))."""
