@@ -5,7 +5,7 @@ import importlib
 import sys
 import time
 
-BENCHMARKS = ["model", "identify", "excitation", "gc"]
+BENCHMARKS = ["model", "identify", "excitation", "gc", "sim"]
 
 
 def main(argv: list[str]) -> int:
