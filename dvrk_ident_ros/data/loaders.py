@@ -40,17 +40,23 @@ def _finite(path: Path, **arrays: np.ndarray) -> None:
                             f"(first at data row {row + 1})")
 
 
-def load_wpi_csv(path: Path, joints: int = 7, rate: float = 200.0) -> Dataset:
+def _read_numeric(path: Path, skiprows: int, what: str) -> np.ndarray:
+    """A comma-separated numeric table; unreadable, non-numeric or empty -> DataError."""
     if path.is_file() and path.stat().st_size == 0:
         raise DataError(f"{path}: empty file")
     try:
-        data = np.loadtxt(path, delimiter=",", ndmin=2)
+        data = np.loadtxt(path, delimiter=",", skiprows=skiprows, ndmin=2)
     except OSError as exc:
         raise DataError(f"{path}: cannot read: {exc.strerror or exc}") from exc
     except ValueError as exc:
-        raise DataError(f"{path}: not a numeric CSV: {exc}") from exc
+        raise DataError(f"{path}: not a numeric CSV{what}: {exc}") from exc
     if data.size == 0:
-        raise DataError(f"{path}: empty file")
+        raise DataError(f"{path}: empty file{' (header only)' if skiprows else ''}")
+    return data
+
+
+def load_wpi_csv(path: Path, joints: int = 7, rate: float = 200.0) -> Dataset:
+    data = _read_numeric(path, 0, "")
     if data.shape[1] != 3 * joints:
         raise DataError(f"{path}: {data.shape[1]} columns, expected {3 * joints} (q, dq, tau for {joints} joints)")
     q, qd, tau = data[:, :joints], data[:, joints:2 * joints], data[:, 2 * joints:]
@@ -60,16 +66,9 @@ def load_wpi_csv(path: Path, joints: int = 7, rate: float = 200.0) -> Dataset:
 
 
 def load_csv(path: Path, joints: int = 7) -> Dataset:
-    try:
-        with path.open() as f:
-            header = [h.strip() for h in f.readline().strip().split(",")]
-        data = np.loadtxt(path, delimiter=",", skiprows=1, ndmin=2)
-    except OSError as exc:
-        raise DataError(f"{path}: cannot read: {exc.strerror or exc}") from exc
-    except ValueError as exc:
-        raise DataError(f"{path}: not a numeric CSV below its header: {exc}") from exc
-    if data.size == 0:
-        raise DataError(f"{path}: empty file (header only)")
+    data = _read_numeric(path, 1, " below its header")
+    with path.open() as f:
+        header = [h.strip() for h in f.readline().strip().split(",")]
     col = {name: i for i, name in enumerate(header)}
 
     def block(prefix: str, required: bool) -> np.ndarray | None:

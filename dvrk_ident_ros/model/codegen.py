@@ -34,8 +34,12 @@ def _reachable(program: Program, roots: set[sympy.Symbol]) -> list[tuple[sympy.S
     return kept
 
 
-def print_program(program: Program, motor_names: tuple[str, ...]) -> str:
-    printer = _Printer()
+def reduce_program(program: Program):
+    """CSE over the outputs, then the assignments they need (dead code dropped).
+
+    Returns (output keys, CSE replacements, reduced outputs, needed assignments);
+    shared by the NumPy and the C printers.
+    """
     keys = list(program.outputs)
     exprs = [program.outputs[k] for k in keys]
     replacements, reduced = sympy.cse(exprs, symbols=sympy.numbered_symbols(f"{program.name[0]}s"), order="none")
@@ -44,14 +48,19 @@ def print_program(program: Program, motor_names: tuple[str, ...]) -> str:
         roots |= e.free_symbols
     for e in reduced:
         roots |= e.free_symbols
-    body = _reachable(program, roots)
+    return keys, replacements, reduced, _reachable(program, roots)
+
+
+def print_program(program: Program, motor_names: tuple[str, ...]) -> str:
+    printer = _Printer()
+    keys, replacements, reduced, body = reduce_program(program)
     lines = [f"def {program.name}({', '.join(program.inputs)}):"]
     lines.append(f'    """Generated: {program.name}, per sample shape {program.output_shape}."""')
     for arg in program.inputs:
         lines.append(f"    {arg} = numpy.atleast_2d({arg})")
     lines.append(f"    n_samples = {program.inputs[0]}.shape[0]")
-    used = roots | set().union(*(e.free_symbols for _, e in body)) if body else roots
-    used_names = {s.name for s in used}
+    used_names = {sym.name for _, e in [*body, *replacements] for sym in e.free_symbols}
+    used_names |= {sym.name for e in reduced for sym in e.free_symbols}
     prefixes = {"q": "", "qd": "d", "qdd": "dd"}
     for arg in program.inputs:
         for j, m in enumerate(motor_names):

@@ -15,7 +15,6 @@ import subprocess
 from pathlib import Path
 
 import numpy as np
-import sympy
 from sympy.printing.c import C99CodePrinter
 
 from dvrk_ident_ros.model import codegen, symbolic
@@ -31,15 +30,7 @@ class _Printer(C99CodePrinter):
 
 def _c_function(program: symbolic.Program, motor_names: tuple[str, ...]) -> str:
     printer = _Printer()
-    keys = list(program.outputs)
-    exprs = [program.outputs[k] for k in keys]
-    replacements, reduced = sympy.cse(exprs, symbols=sympy.numbered_symbols(f"{program.name[0]}s"), order="none")
-    roots: set[sympy.Symbol] = set()
-    for _, e in replacements:
-        roots |= e.free_symbols
-    for e in reduced:
-        roots |= e.free_symbols
-    body = codegen._reachable(program, roots)
+    keys, replacements, reduced, body = codegen.reduce_program(program)
     shape = program.output_shape
     lines = [f"void {program.name}(const double *q, const double *qd, const double *qdd, double *out) {{"]
     for arg, prefix in (("q", ""), ("qd", "d"), ("qdd", "dd")):
