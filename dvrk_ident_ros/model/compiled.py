@@ -20,7 +20,8 @@ from sympy.printing.c import C99CodePrinter
 from dvrk_ident_ros.model import codegen, symbolic
 from dvrk_ident_ros.model.arm_model import ArmModel
 
-_PROGRAMS = ("regressor", "inertia")
+_PROGRAMS = ("regressor", "inertia", "gravity")
+_LIBRARY_VERSION = 2  # bump when _PROGRAMS or the C printer change
 
 
 class _Printer(C99CodePrinter):
@@ -48,7 +49,7 @@ def _c_function(program: symbolic.Program, motor_names: tuple[str, ...]) -> str:
 
 
 class CompiledModel:
-    """C versions of ``regressor`` and ``inertia`` for one sample."""
+    """C versions of ``regressor``, ``inertia`` and ``gravity`` for one sample."""
 
     def __init__(self, library: ctypes.CDLL, dof: int, params: int):
         self.dof, self.params = dof, params
@@ -75,6 +76,12 @@ class CompiledModel:
         self._lib.inertia(self._ptr(q), self._ptr(self._zeros), self._ptr(qdd), self._ptr(self._out))
         return self._out
 
+    def gravity(self, q: np.ndarray) -> np.ndarray:
+        """Gravity (and spring) regressor (n x P) at one position; a reused buffer, as ``regressor``."""
+        q = np.ascontiguousarray(q, dtype=float)
+        self._lib.gravity(self._ptr(q), self._ptr(self._zeros), self._ptr(self._zeros), self._ptr(self._out))
+        return self._out
+
 
 def load_compiled(model: ArmModel) -> CompiledModel | None:
     """The compiled model (built into the cache on first use), or None without a C compiler."""
@@ -83,7 +90,7 @@ def load_compiled(model: ArmModel) -> CompiledModel | None:
         return None
     directory = model.build.module_path.parent
     key = model.build.cache_key
-    library_path = directory / f"{model.description.arm}_{key}_c.so"
+    library_path = directory / f"{model.description.arm}_{key}_c{_LIBRARY_VERSION}.so"
     if not library_path.is_file():
         motors = tuple(m.name for m in model.description.motor_symbols)
         programs = {p.name: p for p in symbolic.all_programs(model.description)}

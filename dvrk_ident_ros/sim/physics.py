@@ -2,7 +2,10 @@
 
 h collects Coriolis/centrifugal, gravity, springs and the known (cable)
 torques from the model core, plus friction evaluated here with a smooth
-Coulomb term (tanh(v / v_s) instead of sign(v), for a well-posed integration).
+Coulomb term (tanh(v / v_s) instead of sign(v), for a well-posed integration);
+the friction offset Fo (the identification's constant term) acts only while
+the joint slides, Fo |tanh(v / v_s)| with |Fo| <= Fc (so friction never
+drives the motion), and does not push an arm at rest.
 Integration is fixed-step RK4 (energy-conserving to high order when friction
 and control are off).
 """
@@ -38,27 +41,30 @@ class ArmPhysics:
         self._rigid = self.delta.copy()
         for kind in ("Fv", "Fc", "Fo"):
             self._rigid[layout.of_kind(kind)] = 0.0  # friction handled here, smoothly
-        self._elements = []
         d = model.description
         coords = [(f.name, f.joint) for f in d.frames if f.friction] + [(dr.name, dr.coordinate)
                                                                           for dr in d.drives if dr.friction]
-        for owner, coord in coords:
-            self._elements.append((coord.coefficients, self.delta[layout.index(f"Fv{owner}")],
-                                   self.delta[layout.index(f"Fc{owner}")], self.delta[layout.index(f"Fo{owner}")]))
+        # friction elements, vectorised: velocity v = C qd, torque C^T f(v)
+        self._C = np.array([coord.coefficients for _, coord in coords], dtype=float).reshape(-1, self.n)
+        self._fv = np.array([self.delta[layout.index(f"Fv{o}")] for o, _ in coords])
+        self._fc = np.array([self.delta[layout.index(f"Fc{o}")] for o, _ in coords])
+        self._fo = np.clip([self.delta[layout.index(f"Fo{o}")] for o, _ in coords], -self._fc, self._fc)
         self.coulomb_velocity = coulomb_velocity
         self._known = bool(d.known_torques)
         self._unit = np.eye(self.n)
         # motor inertia is not in the rigid-body inertia program: I_m c c^T per element
         self._motor_inertia = self.model._motor_inertia(np.eye(self.n), self.delta)
+        self.mass_tolerance = 0.0  # rad (m): reuse M(q) while q stays this close (0: always recompute)
+        self._M_at: np.ndarray | None = None
+        self._M = np.zeros((self.n, self.n))
 
     def friction(self, qd: np.ndarray) -> np.ndarray:
-        tau = np.zeros(self.n)
-        if not self._friction:
-            return tau
-        for coefficients, fv, fc, fo in self._elements:
-            v = coefficients @ qd
-            tau += coefficients * (fv * v + fc * np.tanh(v / self.coulomb_velocity) + fo)
-        return tau
+        """Viscous + smooth Coulomb + offset (|Fo| <= Fc, only while sliding), motor space."""
+        if not self._friction or not len(self._C):
+            return np.zeros(self.n)
+        v = self._C @ qd
+        slip = np.tanh(v / self.coulomb_velocity)
+        return self._C.T @ (self._fv * v + self._fc * slip + self._fo * np.abs(slip))
 
     def bias(self, q: np.ndarray, qd: np.ndarray) -> np.ndarray:
         """h(q, qd): every torque but the inertial one, without the motors' commands."""
@@ -70,6 +76,14 @@ class ArmPhysics:
         return h + self.friction(qd)
 
     def mass_matrix(self, q: np.ndarray) -> np.ndarray:
+        if self.mass_tolerance > 0:
+            if self._M_at is None or np.max(np.abs(q - self._M_at)) > self.mass_tolerance:
+                self._M = self._mass_matrix(q)
+                self._M_at = q.copy()
+            return self._M
+        return self._mass_matrix(q)
+
+    def _mass_matrix(self, q: np.ndarray) -> np.ndarray:
         if self._c is None:
             return self.model.mass_matrix(q, self.delta)[0]
         M = np.empty((self.n, self.n))
@@ -80,9 +94,24 @@ class ArmPhysics:
     def acceleration(self, q: np.ndarray, qd: np.ndarray, tau: np.ndarray) -> np.ndarray:
         return np.linalg.solve(self.mass_matrix(q), tau - self.bias(q, qd))
 
+    def friction_damping(self, qd: np.ndarray) -> np.ndarray:
+        """D = d(friction)/d(qd): the stiff part of the smooth Coulomb term (fc / v_s at rest)."""
+        if not self._friction or not len(self._C):
+            return np.zeros((self.n, self.n))
+        v = self._C @ qd
+        x = v / self.coulomb_velocity
+        slope = np.maximum(self._fv + (self._fc + self._fo * np.sign(v)) / self.coulomb_velocity / np.cosh(x) ** 2, 0)
+        return (self._C.T * slope) @ self._C
+
     def step_euler(self, state: ArmState, tau: np.ndarray, dt: float) -> ArmState:
-        """Semi-implicit (symplectic) Euler: one dynamics evaluation per step, for real-time simulation."""
-        qd = state.qd + dt * self.acceleration(state.q, state.qd, tau)
+        """Semi-implicit Euler, one dynamics evaluation per step, for real-time simulation.
+
+        Friction is linearly implicit, (M + dt D) dqd = dt (tau - h): the smooth
+        Coulomb term is a stiff damper (fc / v_s) that explicit Euler would
+        make unstable on the light wrist joints.
+        """
+        M = self.mass_matrix(state.q) + dt * self.friction_damping(state.qd)
+        qd = state.qd + dt * np.linalg.solve(M, tau - self.bias(state.q, state.qd))
         return ArmState(state.q + dt * qd, qd, state.t + dt)
 
     def step(self, state: ArmState, tau, dt: float) -> ArmState:

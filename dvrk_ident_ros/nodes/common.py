@@ -1,0 +1,120 @@
+"""What every node shares: QoS, JointState in/out with validation, arm naming, the main loop.
+
+Validation raises :class:`~dvrk_ident_ros.errors.DataError`; nodes catch it at
+the callback boundary, log one line and keep running.
+"""
+from __future__ import annotations
+
+import math
+import re
+import signal
+from collections.abc import Callable, Sequence
+
+import rclpy
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.node import Node
+from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.signals import SignalHandlerOptions
+
+from dvrk_ident_ros.errors import DataError, DvrkIdentError
+
+#: State and command topics: reliable, deep enough that a 1 kHz stream survives a slow callback.
+STATE_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=100, reliability=ReliabilityPolicy.RELIABLE)
+
+_ARM = re.compile(r"^(MTML|MTMR|PSM[1-3]|ECM)$")
+
+
+def check_arm_name(arm: str) -> str:
+    """dVRK arm name as used in topic names (MTML, MTMR, PSM1..3)."""
+    if not _ARM.match(arm):
+        raise DvrkIdentError(f"unknown arm {arm!r}: expected MTML, MTMR, PSM1, PSM2 or PSM3")
+    return arm
+
+
+def arm_family(arm: str) -> str:
+    """'mtm' or 'psm' for a dVRK arm name."""
+    return "mtm" if check_arm_name(arm).startswith("MTM") else "psm"
+
+
+def stamp_seconds(stamp) -> float:
+    return stamp.sec + 1e-9 * stamp.nanosec
+
+
+def vector_field(msg, field: str, count: int, what: str) -> list[float]:
+    """``msg.<field>`` as a list of ``count`` finite floats, or DataError naming the problem."""
+    values = getattr(msg, field)
+    if len(values) != count:
+        raise DataError(f"{what}: {len(values)} {field} values, expected {count}")
+    out = [float(v) for v in values]
+    for i, v in enumerate(out):
+        if not math.isfinite(v):
+            raise DataError(f"{what}: {field}[{i}] is {v}")
+    return out
+
+
+def fill_joint_state(msg, stamp, names: Sequence[str], position=None, velocity=None, effort=None):
+    """Fill a sensor_msgs/JointState in place (lists of floats; None leaves the field empty)."""
+    msg.header.stamp = stamp
+    msg.name = list(names)
+    msg.position = [] if position is None else [float(x) for x in position]
+    msg.velocity = [] if velocity is None else [float(x) for x in velocity]
+    msg.effort = [] if effort is None else [float(x) for x in effort]
+    return msg
+
+
+def guarded(node: Node, what: str, callback: Callable) -> Callable:
+    """Wrap a callback: a DvrkIdentError (bad input) is logged (throttled) and swallowed; the node lives."""
+    def wrapper(*args):
+        try:
+            return callback(*args)
+        except DvrkIdentError as exc:
+            node.get_logger().warning(f"{what}: rejected: {exc}", throttle_duration_sec=1.0)
+        return None
+
+    return wrapper
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
+def run(node_factory: Callable[[], Node], args: list[str] | None = None) -> int:
+    """Create the node, spin it on a single-threaded executor until SIGINT/SIGTERM, then ``node.close()``.
+
+    rclpy's own signal handler is off so that ``close`` can still publish (the
+    gravity-compensation node hands the arm back to the dVRK's compensation).
+    The single-threaded executor is deliberate: the multi-threaded one loses
+    subscription messages at 1 kHz in this rclpy version.
+    """
+    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+    signal.signal(signal.SIGINT, _interrupt)
+    signal.signal(signal.SIGTERM, _interrupt)
+    node = None
+    status = 0
+    try:
+        node = node_factory()
+        executor = SingleThreadedExecutor()
+        executor.add_node(node)
+        spin = getattr(node, "spin", None)
+        if spin is not None:  # nodes with a loop of their own (the simulated arm under /clock)
+            spin(executor)
+        else:
+            while rclpy.ok():
+                executor.spin_once(timeout_sec=0.1)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    except DvrkIdentError as exc:  # a configuration the node cannot start with
+        print(f"error: {exc}", flush=True)
+        status = 2
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the hand-over short
+        if node is not None:
+            close = getattr(node, "close", None)
+            if close is not None:
+                try:
+                    close()
+                except Exception as exc:  # noqa: BLE001 - the exit path must finish
+                    print(f"warning: {type(node).__name__}.close: {exc}", flush=True)
+            node.destroy_node()
+        rclpy.try_shutdown()
+    return status

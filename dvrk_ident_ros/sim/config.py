@@ -1,0 +1,79 @@
+"""The simulated arms' configuration (config/sim/<family>.yaml) and "true" parameters.
+
+The YAML gives the file of true standard parameters (a dvrk_ident parameter
+file, its origin documented in config/sim/README.md), the PID gains and torque
+limits of the servo, the measurement noise, the direction-dependent cable
+hysteresis and the home pose.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from dvrk_ident_ros.errors import DescriptionError
+from dvrk_ident_ros.files import read_document
+from dvrk_ident_ros.model.arm_model import ArmModel, load_model
+from dvrk_ident_ros.model.description import config_directory
+from dvrk_ident_ros.sim.noise import NoiseLevels
+from dvrk_ident_ros.sim.servo import PidGains
+
+
+@dataclass
+class SimConfig:
+    family: str
+    model: ArmModel
+    delta: np.ndarray  # true standard parameters
+    gains: PidGains
+    noise: NoiseLevels
+    hysteresis: np.ndarray  # dof x k polynomial amplitudes (dVRK joint space)
+    hysteresis_width: float
+    home: np.ndarray  # dVRK joint space
+    builtin_gravity_compensation: bool
+    move_speed: np.ndarray  # move_jp: largest speed per joint (rad/s, m/s)
+    parameter_file: Path
+    coulomb_velocity: float = 0.02
+
+
+def _vector(raw: dict, key: str, n: int, path: Path) -> np.ndarray:
+    value = np.asarray(raw.get(key), dtype=float)
+    if value.shape != (n,):
+        raise DescriptionError(f"{path}: {key}: expected {n} numbers")
+    return value
+
+
+def load_true_parameters(model: ArmModel, path: Path) -> np.ndarray:
+    from dvrk_ident_ros.identify.results import IdentificationResult
+
+    result = IdentificationResult.load(path)
+    if result.description_hash != model.description.content_hash:
+        raise DescriptionError(f"{path}: made for another version of the {result.arm} description "
+                               "(regenerate it: python tools/make_sim_parameters.py)")
+    if not result.standard:
+        raise DescriptionError(f"{path}: no standard parameters")
+    return np.array([result.standard[name] for name in model.parameter_names])
+
+
+def load_sim_config(family: str, path: str | Path | None = None, parameters: str | Path | None = None) -> SimConfig:
+    family = family.lower()
+    path = Path(path) if path else config_directory() / "sim" / f"{family}.yaml"
+    raw = read_document(path)
+    model = load_model(family)
+    n = model.dof
+    parameter_file = Path(parameters) if parameters else path.parent / str(raw.get("parameters"))
+    servo = raw.get("servo") or {}
+    gains = PidGains(_vector(servo, "kp", n, path), _vector(servo, "kd", n, path), _vector(servo, "ki", n, path),
+                     _vector(servo, "torque_limit", n, path), _vector(servo, "integral_limit", n, path))
+    noise = raw.get("noise") or {}
+    hyst = raw.get("hysteresis") or {}
+    amplitude = np.asarray(hyst.get("amplitude", np.zeros((n, 1))), dtype=float)
+    if amplitude.ndim != 2 or amplitude.shape[0] != n:
+        raise DescriptionError(f"{path}: hysteresis.amplitude: expected {n} rows of polynomial coefficients")
+    return SimConfig(
+        family=family, model=model, delta=load_true_parameters(model, parameter_file), gains=gains,
+        noise=NoiseLevels(_vector(noise, "resolution", n, path), _vector(noise, "effort_std", n, path)),
+        hysteresis=amplitude, hysteresis_width=float(hyst.get("width", 0.02)), home=_vector(raw, "home", n, path),
+        builtin_gravity_compensation=bool(raw.get("builtin_gravity_compensation", False)),
+        move_speed=_vector(raw, "move_speed", n, path), parameter_file=parameter_file,
+        coulomb_velocity=float(raw.get("coulomb_velocity", 0.02)))
