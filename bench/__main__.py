@@ -5,7 +5,7 @@ import importlib
 import sys
 import time
 
-BENCHMARKS = ["model", "identify", "excitation", "gc", "sim"]
+BENCHMARKS = ["model", "identify", "excitation", "gc", "sim", "recorder"]
 
 
 def main(argv: list[str]) -> int:

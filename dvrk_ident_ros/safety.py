@@ -77,6 +77,17 @@ class CommandChecker:
                 raise SafetyError(f"{what}: {self.names[i]} {tau[i]:.3f} beyond the limit {self.torque_limit[i]:.3f}")
         return tau
 
+    def first_position_violation(self, q_dvrk: np.ndarray) -> int | None:
+        """Index of the first row of an N x dof batch outside the limits (None: all inside)."""
+        c = np.asarray(q_dvrk) @ self._rows.T + self._offset
+        rows = np.flatnonzero(np.any((c < self.lower) | (c > self.upper), axis=1))
+        return int(rows[0]) if rows.size else None
+
+    def first_speed_violation(self, qd_dvrk: np.ndarray, scale: float = 1.0) -> int | None:
+        v = np.abs(np.asarray(qd_dvrk) @ self._rows.T)
+        rows = np.flatnonzero(np.any(v > scale * self.max_speed, axis=1))
+        return int(rows[0]) if rows.size else None
+
     def clamp_position(self, q_dvrk: np.ndarray) -> np.ndarray:
         """The nearest position inside the limits along each coordinate (for a start pose)."""
         q = np.asarray(q_dvrk, dtype=float).copy()

@@ -1,7 +1,18 @@
-"""Static checks of ROS 2 launch files, for machines without ros2launch.
+"""Static checks of ROS 2 launch files and node parameter files, for machines without ros2launch.
 
 A launch file must compile; every ``executable=`` it names must be a console
-script of this package; every ``config/...`` file it references must exist.
+script of this package; every ``config/...`` file it references must exist
+(:func:`check_launch_file`). Every ``LaunchConfiguration`` it reads must be a
+declared launch argument (or set by ``SetLaunchConfiguration``, or carry a
+``default=``), and every declared argument must be read
+(:func:`check_launch_arguments`). Every parameter a ``Node`` sets in a dict must
+be a parameter of the node's own file ``config/<executable>.yaml``
+(:func:`check_node_parameters`).
+
+A node parameter file must have the ``/**: ros__parameters:`` form, so that it
+applies whatever the node is named, and only values that a ROS parameter can
+hold: no empty value, no empty list (it has no type), no mixed-type list
+(:func:`check_parameter_file`).
 """
 from __future__ import annotations
 
@@ -9,7 +20,11 @@ import ast
 import re
 from pathlib import Path
 
+import yaml
+
 _CONFIG_REF = re.compile(r"^(?:config/)?[\w./-]+\.(?:yaml|yml|json)$")
+#: Parameters every ROS node has, which a node's own file need not list.
+_BUILTIN_PARAMETERS = {"use_sim_time"}
 
 
 def check_launch_file(path: Path, executables: set[str], config_dir: Path) -> list[str]:
@@ -33,4 +48,197 @@ def check_launch_file(path: Path, executables: set[str], config_dir: Path) -> li
             name = node.value.removeprefix("config/")
             if not (config_dir / name).is_file():
                 problems.append(f"{path.name}:{node.lineno}: config file {node.value!r} does not exist")
+    return problems
+
+
+def _parse(path: Path) -> ast.Module | None:
+    try:
+        return ast.parse(path.read_text(), filename=str(path))
+    except SyntaxError:
+        return None  # check_launch_file reports it
+
+
+def _calls(tree: ast.AST, *names: str):
+    """Calls of a function or class named one of ``names`` (``X(...)`` or ``module.X(...)``)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            func = node.func
+            called = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+            if called in names:
+                yield called, node
+
+
+def _argument(call: ast.Call, keyword: str) -> ast.expr | None:
+    """The first positional argument of ``call``, or its keyword argument ``keyword``."""
+    if call.args:
+        return call.args[0]
+    return next((k.value for k in call.keywords if k.arg == keyword), None)
+
+
+def _literal(node: ast.expr | None) -> str | None:
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+
+
+def check_launch_arguments(path: Path) -> list[str]:
+    """Launch arguments: every configuration read is declared (or set), every declared argument is read."""
+    tree = _parse(path)
+    if tree is None:
+        return []
+    problems = []
+    declared: dict[str, int] = {}
+    set_names: set[str] = set()
+    read: dict[str, int] = {}
+    for kind, call in _calls(tree, "DeclareLaunchArgument", "SetLaunchConfiguration", "LaunchConfiguration",
+                             "LaunchConfigurationEquals", "LaunchConfigurationNotEquals"):
+        name = _literal(_argument(call, "variable_name" if kind == "LaunchConfiguration" else
+                                  "launch_configuration_name" if kind.startswith("LaunchConfiguration") else "name"))
+        if name is None:
+            problems.append(f"{path.name}:{call.lineno}: the name given to {kind} is not a literal string")
+        elif kind == "DeclareLaunchArgument":
+            if name in declared:
+                problems.append(f"{path.name}:{call.lineno}: launch argument {name!r} declared twice "
+                                f"(first on line {declared[name]})")
+            declared.setdefault(name, call.lineno)
+        elif kind == "SetLaunchConfiguration":
+            set_names.add(name)
+        else:
+            read.setdefault(name, call.lineno)
+            if kind == "LaunchConfiguration" and any(k.arg == "default" for k in call.keywords):
+                set_names.add(name)
+    for name, line in sorted(read.items(), key=lambda item: item[1]):
+        if name not in declared and name not in set_names:
+            problems.append(f"{path.name}:{line}: LaunchConfiguration {name!r} is not a declared launch argument")
+    for name, line in sorted(declared.items(), key=lambda item: item[1]):
+        if name not in read:
+            problems.append(f"{path.name}:{line}: launch argument {name!r} is declared but never used")
+    return problems
+
+
+def parameter_names(path: Path) -> set[str]:
+    """Names of the parameters of a ``/**: ros__parameters:`` file (nested mappings as dotted names)."""
+    def names(mapping: dict, prefix: str = "") -> set[str]:
+        out = set()
+        for key, value in mapping.items():
+            out |= names(value, f"{prefix}{key}.") if isinstance(value, dict) else {f"{prefix}{key}"}
+        return out
+
+    data = yaml.safe_load(path.read_text())
+    return names(data["/**"]["ros__parameters"])
+
+
+def check_node_parameters(path: Path, config_dir: Path) -> list[str]:
+    """Every parameter set in a ``Node(parameters=[..., {dict}])`` is one of ``config/<executable>.yaml``."""
+    tree = _parse(path)
+    if tree is None:
+        return []
+    problems = []
+    for _, call in _calls(tree, "Node"):
+        executable = _literal(next((k.value for k in call.keywords if k.arg == "executable"), None))
+        parameters = next((k.value for k in call.keywords if k.arg == "parameters"), None)
+        if executable is None or not isinstance(parameters, ast.List | ast.Tuple):
+            continue
+        keys = [(key, d.lineno) for d in parameters.elts if isinstance(d, ast.Dict) for key in d.keys]
+        if not keys:
+            continue
+        own_file = config_dir / f"{executable}.yaml"
+        if not own_file.is_file():
+            problems.append(f"{path.name}:{call.lineno}: {executable} sets parameters but config/{own_file.name} "
+                            "does not exist to declare them")
+            continue
+        try:
+            known = parameter_names(own_file) | _BUILTIN_PARAMETERS
+        except (yaml.YAMLError, KeyError, TypeError, AttributeError):
+            problems.append(f"{path.name}:{call.lineno}: config/{own_file.name} is not a parameter file")
+            continue
+        for key, line in keys:
+            name = _literal(key)
+            if name is None:
+                problems.append(f"{path.name}:{line}: a parameter name of {executable} is not a literal string")
+            elif name not in known:
+                problems.append(f"{path.name}:{line}: {name!r} is not a parameter of config/{own_file.name}")
+    return problems
+
+
+def _check_name(key, problems: list[str], where: str) -> None:
+    if not isinstance(key, str):  # `on:`, `yes:`, `1:` ... are not strings to a YAML 1.1 reader
+        problems.append(f"{where}: parameter name {key!r} is read as a {type(key).__name__}: rename it")
+
+
+def _check_value(name: str, value, problems: list[str], where: str) -> None:
+    scalar = (bool, int, float, str)
+    if isinstance(value, dict):
+        if not value:
+            problems.append(f"{where}: {name} is an empty mapping")
+        for key, sub in value.items():
+            _check_name(key, problems, where)
+            _check_value(f"{name}.{key}", sub, problems, where)
+    elif value is None:
+        problems.append(f"{where}: {name} has no value (write \"\" for an empty string)")
+    elif isinstance(value, list):
+        if not value:
+            problems.append(f"{where}: {name} is an empty list, which has no type in a ROS parameter file: "
+                            "leave the parameter out, with a comment")
+        elif type(value[0]) not in scalar or any(type(v) is not type(value[0]) for v in value):
+            problems.append(f"{where}: {name} is not a list of values of one type (bool, int, float or str)")
+    elif type(value) not in scalar:
+        problems.append(f"{where}: {name} is a {type(value).__name__}, not a ROS parameter type")
+
+
+def check_parameter_file(path: Path) -> list[str]:
+    """Return the problems of one node parameter file (empty when it is fine)."""
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        return [f"{path.name}: does not parse: {exc}"]
+    if not isinstance(data, dict) or set(data) != {"/**"}:
+        return [f"{path.name}: expected exactly one top-level key '/**' (parameters for any node name)"]
+    node = data["/**"]
+    if not isinstance(node, dict) or set(node) != {"ros__parameters"}:
+        return [f"{path.name}: expected '/**' to hold exactly 'ros__parameters'"]
+    parameters = node["ros__parameters"]
+    if not isinstance(parameters, dict) or not parameters:
+        return [f"{path.name}: 'ros__parameters' is not a non-empty mapping"]
+    problems: list[str] = []
+    for name, value in parameters.items():
+        _check_name(name, problems, path.name)
+        _check_value(str(name), value, problems, path.name)
+    return problems
+
+
+def _ros_type(value) -> str | None:
+    """The ROS parameter type a Python/YAML value gets (None when it has none)."""
+    if isinstance(value, list):
+        inner = {_ros_type(v) for v in value}
+        return f"{inner.pop()}[]" if len(inner) == 1 and None not in inner else None
+    return {bool: "bool", int: "integer", float: "double", str: "string"}.get(type(value))
+
+
+def check_node_module(module: Path, parameter_file: Path) -> list[str]:
+    """The node's code against its parameter file.
+
+    Every parameter of the file must be named in the module (rclpy ignores a
+    value for an undeclared parameter without a word), and a parameter declared
+    with a literal default and no descriptor (so statically typed) must have the
+    type of the file's value (rclpy refuses an integer for a double).
+    """
+    try:
+        tree = ast.parse(module.read_text(), filename=str(module))
+    except SyntaxError as exc:
+        return [f"{module.name}:{exc.lineno}: does not compile: {exc.msg}"]
+    parameters = yaml.safe_load(parameter_file.read_text())["/**"]["ros__parameters"]
+    strings = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+    problems = [f"{parameter_file.name}: {name!r} is not named in {module.name}: the node would ignore it"
+                for name in parameters if name not in strings]
+    for _, call in _calls(tree, "declare_parameter"):
+        if len(call.args) != 2 or call.keywords:
+            continue  # no default, or a descriptor (maybe dynamic typing)
+        name = _literal(call.args[0])
+        try:
+            default = ast.literal_eval(call.args[1])
+        except ValueError:
+            continue
+        if name in parameters and _ros_type(default) != _ros_type(parameters[name]):
+            problems.append(f"{module.name}:{call.lineno}: {name!r} is declared {_ros_type(default)} "
+                            f"({default!r}) but {parameter_file.name} gives {_ros_type(parameters[name])} "
+                            f"({parameters[name]!r})")
     return problems

@@ -4,14 +4,12 @@ from __future__ import annotations
 import argparse
 import json
 
-import numpy as np
-
 from dvrk_ident_ros.errors import DataError
 from dvrk_ident_ros.files import add_command_group
 from dvrk_ident_ros.gc.crossval import cross_validate, select_orders
 from dvrk_ident_ros.gc.data import load_poses
-from dvrk_ident_ros.gc.mlse import DEFAULT_ORDERS, fit_mlse, fit_slse, relative_errors
-from dvrk_ident_ros.gc.params import SIDES, GcParameters, load_gc
+from dvrk_ident_ros.gc.mlse import DEFAULT_ORDERS, relative_errors
+from dvrk_ident_ros.gc.params import SIDES, load_gc
 
 
 def _orders(text: str | None) -> dict[int, int]:
@@ -38,27 +36,13 @@ def _arm(args, data) -> str:
 
 
 def _fit(args: argparse.Namespace) -> int:
-    data = load_poses(args.data)
-    arm = _arm(args, data)
-    if args.orders == "auto":
-        orders, _ = select_orders(data)
-    else:
-        orders = _orders(args.orders)
-    fit = (fit_slse if args.method == "slse" else fit_mlse)(data, orders)
-    upper = np.append(data.tau[:, :6].max(axis=0), 0.0)
-    lower = np.append(data.tau[:, :6].min(axis=0), 0.0)
-    serial = args.serial or "unknown"
-    params = GcParameters(arm=arm, serial=serial, theta_pos=fit.theta(+1), theta_neg=fit.theta(-1),
-                          upper_limit=upper, lower_limit=lower,
-                          fit_methods={i: f"{orders[i]}POL" for i in range(1, 7)}, source=str(args.data))
-    out = args.out or f"gc-{arm}-{serial}.json"
-    params.save(out)
-    errors = relative_errors(fit, data)
-    print(f"{arm} {fit.method} with orders {[orders[i] for i in range(1, 7)]}: relative RMS error per joint (%) "
-          + " ".join(f"{100 * errors[(i, 'both')]:.1f}" for i in range(1, 7)))
-    if data.dropped:
-        print(f"{data.dropped} pose(s) with no finite sample were dropped")
-    print(f"written to {out}")
+    from dvrk_ident_ros.jobs import gc_fit_job
+
+    orders = "auto" if args.orders == "auto" else _orders(args.orders)
+    outcome = gc_fit_job(args.data, args.arm, args.out, serial=args.serial or "unknown", method=args.method,
+                         orders=orders)
+    print(outcome.summary)
+    print(f"written to {outcome.result_file}")
     return 0
 
 

@@ -42,6 +42,11 @@ class CompensationLaw:
         self.total = [0.0] * JOINTS
         self.saturated = [False] * JOINTS
 
+    def scale_limits(self, factor: float) -> None:
+        """Tighten the file's torque limits by ``factor`` (0, 1]."""
+        self._upper = [factor * x for x in self._upper]
+        self._lower = [factor * x for x in self._lower]
+
     def compute(self, q, qdot, scale: float = 1.0) -> list[float]:
         """Torques (N m, dVRK joint space) for positions q and velocities qdot (7 each).
 

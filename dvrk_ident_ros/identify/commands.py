@@ -18,28 +18,13 @@ METHODS = ("sdp", "wls", "ols")
 
 
 def _identify(args: argparse.Namespace) -> int:
-    from dvrk_ident_ros.identify.pipeline import filtered_torques, identify_files, predict
-    from dvrk_ident_ros.identify.problem import default_filter
-    from dvrk_ident_ros.identify.report import plot_torques, write_text_report
+    from dvrk_ident_ros.jobs import identification_job
 
-    model = load_model(args.arm)
-    settings = default_filter(model)
-    if args.cutoff is not None:
-        settings = type(settings)(cutoff_hz=args.cutoff, order=settings.order, trim_seconds=settings.trim_seconds)
     lags = "auto" if args.torque_lags == "auto" else "none"
-    result, model = identify_files(args.arm, args.data, args.method, args.format, settings, torque_lags=lags)
-    out = Path(args.out)
-    result.save(out)
-    stem = out.with_suffix("")
-    write_text_report(result, stem.with_name(stem.name + "_report.txt"))
-    if not args.no_plots:
-        data = load_dataset(args.data[0], args.format, joints=model.dof, dvrk_from_motor=model.A)
-        pred = predict(result, data, model)
-        plot_torques(data.t, filtered_torques(result, data), pred, stem.with_name(stem.name + "_torques.png"),
-                     f"{result.arm.upper()} {result.method}: {Path(args.data[0]).name}")
-    errors = " ".join(f"{100 * e:.1f}" for e in result.errors["training"])
-    print(f"{result.arm} {result.method}: solver {result.solver['status']}; training error per joint (%): {errors}")
-    print(f"parameters written to {out}")
+    outcome = identification_job(args.arm, args.data, args.method, Path(args.out), args.format, cutoff=args.cutoff,
+                                 torque_lags=lags, plots=not args.no_plots)
+    print(outcome.summary)
+    print(f"parameters written to {outcome.result_file}")
     return 0
 
 

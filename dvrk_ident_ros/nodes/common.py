@@ -78,13 +78,16 @@ def _interrupt(signum, frame):
     raise KeyboardInterrupt
 
 
-def run(node_factory: Callable[[], Node], args: list[str] | None = None) -> int:
+def run(node_factory: Callable[[], Node], args: list[str] | None = None, executor: str = "single") -> int:
     """Create the node, spin it on a single-threaded executor until SIGINT/SIGTERM, then ``node.close()``.
 
     rclpy's own signal handler is off so that ``close`` can still publish (the
     gravity-compensation node hands the arm back to the dVRK's compensation).
-    The single-threaded executor is deliberate: the multi-threaded one loses
-    subscription messages at 1 kHz in this rclpy version.
+    ``executor``: "single" (SingleThreadedExecutor), "events" (rclpy's
+    EventsExecutor: lowest latency, used by the gravity compensation; always
+    spun with a timeout) or "multi" (two threads, for a service whose job
+    must not block the node). Never "multi" for high-rate subscriptions: the
+    multi-threaded executor loses messages at 1 kHz in this rclpy version.
     """
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     signal.signal(signal.SIGINT, _interrupt)
@@ -93,14 +96,23 @@ def run(node_factory: Callable[[], Node], args: list[str] | None = None) -> int:
     status = 0
     try:
         node = node_factory()
-        executor = SingleThreadedExecutor()
-        executor.add_node(node)
+        if executor == "events":
+            from rclpy.experimental import EventsExecutor
+
+            spinner = EventsExecutor()
+        elif executor == "multi":  # only for nodes without high-rate subscriptions (the /identify service)
+            from rclpy.executors import MultiThreadedExecutor
+
+            spinner = MultiThreadedExecutor(num_threads=2)
+        else:
+            spinner = SingleThreadedExecutor()
+        spinner.add_node(node)
         spin = getattr(node, "spin", None)
         if spin is not None:  # nodes with a loop of their own (the simulated arm under /clock)
-            spin(executor)
+            spin(spinner)
         else:
             while rclpy.ok():
-                executor.spin_once(timeout_sec=0.1)
+                spinner.spin_once(timeout_sec=0.1)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     except DvrkIdentError as exc:  # a configuration the node cannot start with

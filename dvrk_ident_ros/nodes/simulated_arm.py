@@ -34,8 +34,8 @@ SIM_EPOCH = 1.0  # s: simulated time starts here (0 means "no time yet" to rclpy
 
 
 def _time_msg(seconds: float) -> Time:
-    sec = int(seconds)
-    return Time(sec=sec, nanosec=round((seconds - sec) * 1e9) % 1_000_000_000)
+    sec, nanosec = divmod(round(seconds * 1e9), 1_000_000_000)
+    return Time(sec=sec, nanosec=nanosec)
 
 
 class SimulatedArmNode(Node):
@@ -133,9 +133,10 @@ class SimulatedArmNode(Node):
         return float(values[0])
 
     def _jaw_servo_jp(self, msg: JointState) -> None:
-        q = self.sim.q_ref.copy()
+        q, qd = self.sim.q_ref.copy(), self.sim.qd_ref.copy()  # the arm's joints keep their setpoint
         q[6] = self._jaw(msg, "position")
-        self.sim.servo_jp(q)
+        qd[6] = self._jaw(msg, "velocity") if len(msg.velocity) else 0.0
+        self.sim.servo_jp(q, qd)
 
     def _jaw_move_jp(self, msg: JointState) -> None:
         q = self.sim.q_ref.copy()
@@ -196,6 +197,7 @@ class SimulatedArmNode(Node):
             while rclpy.ok() and not stop.is_set():
                 executor.spin_once(timeout_sec=0.05)
 
+        sys.setswitchinterval(0.0005)  # the command thread gets the GIL within 0.5 ms, not 5 ms
         server = threading.Thread(target=serve, name="commands", daemon=True)
         server.start()
         period = 1.0 / self.publish_rate

@@ -1,0 +1,92 @@
+"""Measure measured_js -> servo_jf latency of a node in another process.
+
+The probe publishes ``/<ARM>/measured_js`` at ``rate`` from a thread paced on
+the monotonic clock, each message carrying its send time (CLOCK_MONOTONIC,
+only this process reads it) in the header stamp. The node under test answers
+on ``/<ARM>/servo_jf`` with the stamp of the sample it answers, so
+latency = receive time - stamp, and an unanswered stamp is a lost answer.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass
+class LatencyResult:
+    sent: int
+    answered: int
+    latencies: np.ndarray  # s
+
+    def percentile(self, p: float) -> float:
+        return float(np.percentile(self.latencies, p)) if self.latencies.size else float("nan")
+
+
+def probe(arm: str, duration: float, rate: float = 1000.0, joints: int = 7, settle: float = 1.0,
+          pose: list[float] | None = None) -> LatencyResult:
+    import rclpy
+    from builtin_interfaces.msg import Time
+    from rclpy.experimental import EventsExecutor
+    from sensor_msgs.msg import JointState
+
+    from dvrk_ident_ros.nodes.common import STATE_QOS
+
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    node = rclpy.create_node("latency_probe", context=context)
+    pub = node.create_publisher(JointState, f"/{arm}/measured_js", STATE_QOS)
+    received: dict[int, float] = {}
+
+    def on_answer(msg: JointState) -> None:
+        received.setdefault(msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec, time.monotonic_ns())
+
+    node.create_subscription(JointState, f"/{arm}/servo_jf", on_answer, STATE_QOS)
+    executor = EventsExecutor(context=context)
+    executor.add_node(node)
+    sent: list[int] = []
+    stop = threading.Event()
+    q = list(pose or [0.0] * joints)
+
+    def publish() -> None:
+        msg = JointState()
+        msg.position = q
+        msg.velocity = [0.0] * joints
+        msg.effort = [0.0] * joints
+        period = 1e9 / rate
+        # wait for the node under test to be matched (discovery), then stream
+        deadline = time.monotonic() + 10.0
+        while pub.get_subscription_count() == 0 and time.monotonic() < deadline and not stop.is_set():
+            time.sleep(0.01)
+        time.sleep(settle)
+        start = time.monotonic_ns()
+        k = 0
+        while not stop.is_set():
+            target = start + k * period
+            now = time.monotonic_ns()
+            if target > now:
+                time.sleep((target - now) * 1e-9)
+            now = time.monotonic_ns()
+            msg.header.stamp = Time(sec=now // 1_000_000_000, nanosec=now % 1_000_000_000)
+            pub.publish(msg)
+            sent.append(now)
+            k += 1
+            if (now - start) * 1e-9 >= duration:
+                break
+        stop.set()
+
+    thread = threading.Thread(target=publish, daemon=True)
+    thread.start()
+    while not stop.is_set():
+        executor.spin_once(timeout_sec=0.05)
+    end = time.monotonic() + 0.5
+    while time.monotonic() < end:
+        executor.spin_once(timeout_sec=0.05)
+    thread.join(timeout=1.0)
+    executor.shutdown(timeout_sec=1.0)
+    node.destroy_node()
+    context.try_shutdown()
+    lat = np.array([(received[s] - s) * 1e-9 for s in sent if s in received])
+    return LatencyResult(len(sent), int(lat.size), lat)

@@ -1,0 +1,206 @@
+"""What the trajectory player commands, tick by tick (ROS-free).
+
+Two plans, both in dVRK joint space and both driven by ``step(t, q_measured)``:
+
+- :class:`FourierPlayback`: a quintic ramp from the current pose to the
+  trajectory's start (peak joint speed ``ramp_speed``), then the Fourier
+  trajectory (motor coordinates converted with q^d = A q^m; time scaled by
+  ``speed_scale``) for its periods, streamed as servo_jp setpoints;
+- :class:`GridPlayback`: for each pose, move_jp to it, wait until reached,
+  settle, then a sampling window of ``samples_per_pose`` state samples.
+
+Every setpoint passes :class:`~dvrk_ident_ros.safety.CommandChecker` before
+it is returned; a plan whose command would leave the limits raises
+SafetyError before anything is sent. :class:`TrackingMonitor` aborts on
+tracking error; the player node adds the stale-state watchdog.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from dvrk_ident_ros.errors import DataError, SafetyError
+from dvrk_ident_ros.excitation.fourier import FourierTrajectory, quintic
+from dvrk_ident_ros.model.arm_model import ArmModel
+from dvrk_ident_ros.safety import CommandChecker
+
+# PlayerStatus.PHASE_* values
+IDLE, RAMP_IN, PLAYING, MOVING, SETTLING, SAMPLING, RAMP_OUT, DONE, ABORTED = range(9)
+VERIFY_RATE = 1000.0  # Hz: plans are checked against the limits this densely before they start
+
+
+@dataclass
+class Setpoint:
+    phase: int
+    progress: float
+    position: np.ndarray | None = None  # servo_jp (streamed)
+    velocity: np.ndarray | None = None
+    move_goal: np.ndarray | None = None  # move_jp (issued once per pose)
+    pose_index: int = 0
+    pose_count: int = 0
+    direction: int = 0
+
+
+class FourierPlayback:
+    def __init__(self, trajectory: FourierTrajectory, model: ArmModel, checker: CommandChecker, *,
+                 periods: int = 1, speed_scale: float = 1.0, ramp_speed: float = 0.2):
+        if not 0.0 < speed_scale <= 1.0:
+            raise DataError(f"speed_scale {speed_scale}: expected (0, 1]")
+        if trajectory.joints != model.dof:
+            raise DataError(f"the trajectory has {trajectory.joints} joints, the {model.description.arm} {model.dof}")
+        self.trajectory = trajectory
+        self.model = model
+        self.checker = checker
+        self.scale = speed_scale
+        self.ramp_speed = ramp_speed
+        self.duration = periods * trajectory.period / speed_scale
+        self._ramp: tuple[np.ndarray, np.ndarray, float] | None = None
+        self._t0 = 0.0
+        self.start_pose = model.dvrk_from_motor(trajectory.evaluate(np.zeros(1))[0][0])
+        self.verify()
+
+    def verify(self) -> None:
+        """The whole trajectory at 1 kHz against positions and speeds (before any motion)."""
+        t = np.arange(0.0, self.duration, 1.0 / VERIFY_RATE)
+        q, qd, _ = self.trajectory.evaluate(t * self.scale)
+        q_d, qd_d = self.model.dvrk_from_motor(q), self.model.dvrk_from_motor(qd) * self.scale
+        k = self.checker.first_position_violation(q_d)
+        if k is not None:
+            self.checker.position(q_d[k], f"trajectory at t = {t[k]:.3f} s")
+        k = self.checker.first_speed_violation(qd_d)
+        if k is not None:
+            self.checker.speed(qd_d[k], f"trajectory velocity at t = {t[k]:.3f} s")
+
+    def start(self, t: float, q_now: np.ndarray) -> float:
+        """Plan the ramp from ``q_now``; returns the total duration (ramp + trajectory)."""
+        q_now = self.checker.position(q_now, "current pose")
+        distance = np.abs(self.start_pose - q_now)
+        ramp = max(0.5, float(np.max(15.0 / 8.0 * distance / self.ramp_speed)))
+        self._ramp = (q_now.copy(), self.start_pose, ramp)
+        self._t0 = t
+        return ramp + self.duration
+
+    def step(self, t: float) -> Setpoint:
+        if self._ramp is None:
+            raise DataError("playback not started")
+        q_from, q_to, ramp = self._ramp
+        elapsed = t - self._t0
+        total = ramp + self.duration
+        if elapsed < ramp:
+            q, qd, _ = quintic(q_from, q_to, ramp, np.array([elapsed]))
+            return Setpoint(RAMP_IN, elapsed / total, self.checker.position(q[0], "ramp-in setpoint"), qd[0])
+        if elapsed < total:
+            tt = (elapsed - ramp) * self.scale
+            q, qd, _ = self.trajectory.evaluate(np.array([tt]))
+            q_d = self.model.dvrk_from_motor(q[0])
+            return Setpoint(PLAYING, elapsed / total, self.checker.position(q_d, f"setpoint at t = {tt:.3f} s"),
+                            self.model.dvrk_from_motor(qd[0]) * self.scale)
+        q, _, _ = self.trajectory.evaluate(np.array([self.duration * self.scale]))
+        return Setpoint(DONE, 1.0, self.checker.position(self.model.dvrk_from_motor(q[0]), "final setpoint"),
+                        np.zeros(self.model.dof))
+
+
+@dataclass
+class _Pose:
+    index: int  # in the full grid (the recorder's bags refer to it)
+    q: np.ndarray
+    direction: int
+
+
+@dataclass
+class GridPlayback:
+    """Move, settle, sample, for every pose of a pose-grid file (``pose_stride``: every k-th pose of a sweep).
+
+    Poses outside the arm's limits are left out (listed in ``skipped``), never commanded.
+    """
+
+    grid: dict
+    checker: CommandChecker
+    pose_stride: int = 1
+    tolerance: float = 0.02  # rad (m): pose reached
+    move_timeout: float = 10.0  # s per pose
+    poses: list[_Pose] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # poses outside the limits, with the reason
+
+    def __post_init__(self) -> None:
+        if self.pose_stride < 1:
+            raise DataError(f"pose_stride {self.pose_stride}: expected 1 or more")
+        self.settle_time = float(self.grid.get("settle_time", 0.5))
+        self.samples_per_pose = int(self.grid.get("samples_per_pose", 10))
+        index = 0
+        for sweep in self.grid.get("sweeps") or []:
+            poses = np.asarray(sweep["poses"], dtype=float)
+            direction = 1 if str(sweep.get("direction", "positive")).startswith("pos") else -1
+            chosen = list(range(0, len(poses), self.pose_stride))
+            if chosen[-1] != len(poses) - 1:
+                chosen.append(len(poses) - 1)  # keep the sweep's end
+            for k in chosen:
+                try:
+                    self.poses.append(_Pose(index + k, self.checker.position(poses[k], f"pose {index + k}"),
+                                            direction))
+                except SafetyError as exc:  # never commanded; reported by the player
+                    self.skipped.append(str(exc))
+            index += len(poses)
+        if not self.poses:
+            raise DataError("the pose grid has no pose inside the arm's limits"
+                            + (f" (first: {self.skipped[0]})" if self.skipped else ""))
+        self._i = -1
+        self._phase = IDLE
+        self._since = 0.0
+        self._samples = 0
+
+    @property
+    def duration_estimate(self) -> float:
+        return len(self.poses) * (self.settle_time + 0.5)
+
+    def start(self, t: float, q_now: np.ndarray) -> float:
+        self.checker.position(q_now, "current pose")
+        self._i, self._phase, self._since = -1, IDLE, t
+        return self.duration_estimate
+
+    def on_sample(self) -> None:
+        """One state sample arrived (counts toward the sampling window)."""
+        if self._phase == SAMPLING:
+            self._samples += 1
+
+    def step(self, t: float, q_measured: np.ndarray) -> Setpoint:
+        n = len(self.poses)
+        goal = None
+        if self._phase in (IDLE, SAMPLING) and (self._phase == IDLE or self._samples >= self.samples_per_pose):
+            self._i += 1
+            if self._i >= n:
+                return Setpoint(DONE, 1.0, pose_index=self.poses[-1].index, pose_count=n)
+            self._phase, self._since = MOVING, t
+            goal = self.poses[self._i].q
+        pose = self.poses[self._i]
+        if self._phase == MOVING:
+            reached = np.max(np.abs(np.asarray(q_measured) - pose.q)) < self.tolerance
+            if reached and goal is None:
+                self._phase, self._since = SETTLING, t
+            elif t - self._since > self.move_timeout:
+                raise SafetyError(f"pose {pose.index} not reached within {self.move_timeout:g} s (error "
+                                  f"{np.max(np.abs(np.asarray(q_measured) - pose.q)):.3f})")
+        if self._phase == SETTLING and t - self._since >= self.settle_time:
+            self._phase, self._since, self._samples = SAMPLING, t, 0
+        return Setpoint(self._phase, (self._i + 0.5) / n, move_goal=goal, pose_index=pose.index, pose_count=n,
+                        direction=pose.direction)
+
+
+class TrackingMonitor:
+    """Largest |setpoint - measured| per joint; SafetyError above ``limit`` while streaming."""
+
+    def __init__(self, names: list[str], limit: float):
+        self.names = names
+        self.limit = limit
+        self.max_error = 0.0
+        self.error = np.zeros(len(names))
+
+    def check(self, setpoint: np.ndarray, measured: np.ndarray) -> np.ndarray:
+        self.error = np.abs(np.asarray(setpoint) - np.asarray(measured))
+        worst = int(np.argmax(self.error))
+        self.max_error = max(self.max_error, float(self.error[worst]))
+        if self.error[worst] > self.limit:
+            raise SafetyError(f"tracking error on {self.names[worst]}: {self.error[worst]:.3f} above "
+                              f"{self.limit:.3f}")
+        return self.error

@@ -1,0 +1,71 @@
+"""Gravity compensation from an identified dynamic model (a dvrk_ident parameter file).
+
+    tau^d = A^-T (g(q^m) + tau_known(q^m)),   q^m = A^-1 q^d
+
+g holds gravity and the springs of the model, tau_known the MTM's cable
+polynomial; friction is not compensated (the arm would run away). Same
+interface as :class:`~dvrk_ident_ros.gc.law.CompensationLaw`, so the node
+uses either.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from dvrk_ident_ros.errors import DataError
+from dvrk_ident_ros.model.arm_model import ArmModel
+from dvrk_ident_ros.model.compiled import load_compiled
+
+
+class ModelCompensation:
+    def __init__(self, model: ArmModel, delta: np.ndarray, torque_limit: np.ndarray, source: str = ""):
+        self.model = model
+        self.delta = np.asarray(delta, dtype=float)
+        self.source = source
+        n = model.dof
+        self.dof = n
+        self._compiled = load_compiled(model)
+        self._known = bool(model.description.known_torques)
+        self._A_inv = model.A_inv.copy()
+        self._limit = np.asarray(torque_limit, dtype=float)
+        self.gravity = [0.0] * n
+        self.disturbance = [0.0] * n
+        self.alpha = [0.5] * n
+        self.total = [0.0] * n
+        self.saturated = [False] * n
+
+    def scale_limits(self, factor: float) -> None:
+        self._limit = factor * self._limit
+
+    def compute(self, q, qdot, scale: float = 1.0) -> list[float]:
+        """Torques (N m, dVRK joint space) for the positions q (qdot unused: no friction term)."""
+        q_motor = self._A_inv @ np.asarray(q, dtype=float)
+        if self._compiled is not None:
+            g = self._compiled.gravity(q_motor) @ self.delta
+        else:
+            g = self.model.gravity(q_motor[None], self.delta)[0]
+        known = self.model.known_torques(q_motor[None])[0] if self._known else 0.0 * g
+        g_d = g @ self._A_inv
+        k_d = known @ self._A_inv
+        tau = scale * (g_d + k_d)
+        clipped = np.clip(tau, -self._limit, self._limit)
+        self.gravity[:] = g_d.tolist()
+        self.disturbance[:] = k_d.tolist()
+        self.saturated[:] = (clipped != tau).tolist()
+        self.total[:] = clipped.tolist()
+        return self.total
+
+
+def load_model_compensation(path: Path, arm_family: str, torque_limit: np.ndarray) -> ModelCompensation:
+    from dvrk_ident_ros.identify.pipeline import model_for
+    from dvrk_ident_ros.identify.results import IdentificationResult
+
+    result = IdentificationResult.load(path)
+    if not result.arm.lower().startswith(arm_family):
+        raise DataError(f"{path}: parameters of a {result.arm}, not of an {arm_family.upper()}")
+    if not result.standard:
+        raise DataError(f"{path}: no standard parameters (identify with --method sdp for gravity compensation)")
+    model = model_for(result)
+    delta = np.array([result.standard[name] for name in model.parameter_names])
+    return ModelCompensation(model, delta, torque_limit, str(path))

@@ -1,0 +1,78 @@
+"""When and how much to compensate: ramp-in, watchdog, fade-out (ROS-free).
+
+States (GravityCompensationDiagnostics.STATE_*): RAMP_IN (scale rises
+linearly to 1 over ``ramp_in_time`` of state time), ACTIVE, FADING_OUT
+(state went stale: the last torques fade to zero over ``fade_out_time``),
+STOPPED (nothing is commanded). Stale means no state for more than
+``stale_periods - 1`` nominal periods; checked every period, the watchdog
+engages within ``stale_periods`` periods. State arriving again ramps back up
+from the current scale at the ramp-in rate, so a single late sample costs a
+dip of a fraction of a percent, not a restart.
+"""
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from statistics import median
+
+RAMP_IN, ACTIVE, FADING_OUT, STOPPED = 0, 1, 2, 3
+
+
+@dataclass
+class SupervisorSettings:
+    ramp_in_time: float = 1.0  # s
+    fade_out_time: float = 0.5  # s
+    stale_periods: float = 3.0
+    min_period: float = 0.001  # s: the period estimate never goes below (1 kHz)
+
+
+class CompensationSupervisor:
+    def __init__(self, settings: SupervisorSettings):
+        self.settings = settings
+        self.state = STOPPED
+        self.scale = 0.0
+        self._ramp_start: float | None = None
+        self._last_arrival: float | None = None
+        self._intervals: deque[float] = deque(maxlen=64)
+        self.period = 0.01  # s, nominal state period (estimated from arrivals)
+        self.stale_events = 0
+
+    def on_state(self, arrival: float, stamp: float) -> float:
+        """A valid state arrived (``arrival``: monotonic s; ``stamp``: its header time, s). Returns the scale."""
+        if self._last_arrival is not None:
+            self._intervals.append(arrival - self._last_arrival)
+        self._last_arrival = arrival
+        if self.state in (STOPPED, FADING_OUT):
+            self.state = RAMP_IN
+            ramp = self.settings.ramp_in_time
+            self._ramp_start = stamp - (self.scale * ramp if ramp > 0 else 0.0)  # continue from the current scale
+        if self.state == RAMP_IN:
+            ramp = self.settings.ramp_in_time
+            elapsed = stamp - self._ramp_start if self._ramp_start is not None else 0.0
+            self.scale = 1.0 if ramp <= 0 else min(1.0, max(0.0, elapsed / ramp))
+            if self.scale >= 1.0:
+                self.state = ACTIVE
+        return self.scale
+
+    def update_period(self) -> float:
+        if len(self._intervals) >= 5:
+            self.period = max(self.settings.min_period, median(self._intervals))
+        return self.period
+
+    def is_stale(self, now: float) -> bool:
+        if self._last_arrival is None or self.state in (STOPPED, FADING_OUT):
+            return False
+        return now - self._last_arrival > (self.settings.stale_periods - 1.0) * self.period
+
+    def begin_fade_out(self) -> None:
+        if self.state in (RAMP_IN, ACTIVE):
+            self.state = FADING_OUT
+            self.stale_events += 1
+
+    def fade_step(self, dt: float) -> float:
+        """Lower the scale by dt / fade_out_time; STOPPED at zero. Returns the scale."""
+        fade = self.settings.fade_out_time
+        self.scale = 0.0 if fade <= 0 else max(0.0, self.scale - dt / fade)
+        if self.scale == 0.0:
+            self.state = STOPPED
+        return self.scale

@@ -1,0 +1,119 @@
+"""Whole jobs, as the CLI and the /identify service run them (one code path for both).
+
+:func:`identification_job`: load -> filter -> OLS/WLS/SDP -> parameter file,
+text report and torque plot. :func:`gc_fit_job`: pose data -> MLSE/SLSE ->
+gc JSON 2.0. Each returns a :class:`JobOutcome` with the files written, the
+per-joint errors, the parameters and the stage timings.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from dvrk_ident_ros.errors import DataError, SolverError
+
+
+@dataclass
+class JobOutcome:
+    arm: str
+    method: str
+    result_file: Path
+    report_file: Path | None
+    joint_names: list[str]
+    relative_error: list[float]
+    parameter_names: list[str]
+    parameter_values: list[float]
+    solver_status: str
+    timings: dict[str, float] = field(default_factory=dict)
+    plot_file: Path | None = None
+    summary: str = ""
+
+
+def identification_job(arm: str, files: list[str | Path], method: str, out: Path, fmt: str | None = None, *,
+                       cutoff: float | None = None, torque_lags: str = "auto", plots: bool = True) -> JobOutcome:
+    from dvrk_ident_ros.data.loaders import load_dataset
+    from dvrk_ident_ros.identify.pipeline import filtered_torques, identify, predict
+    from dvrk_ident_ros.identify.problem import default_filter
+    from dvrk_ident_ros.identify.report import plot_torques, write_text_report
+    from dvrk_ident_ros.model.arm_model import load_model
+
+    if not files:
+        raise DataError("no data files given")
+    timings: dict[str, float] = {}
+    t0 = time.perf_counter()
+    model = load_model(arm)
+    timings["model"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    datasets = [load_dataset(f, fmt, joints=model.dof, dvrk_from_motor=model.A) for f in files]
+    timings["load"] = time.perf_counter() - t0
+    settings = default_filter(model)
+    if cutoff is not None:
+        settings = type(settings)(cutoff_hz=cutoff, order=settings.order, trim_seconds=settings.trim_seconds)
+    result = identify(model, datasets, method, settings, torque_lags=torque_lags)
+    timings.update(result.timings)
+    if result.solver.get("status") != "optimal":
+        raise SolverError(f"solver status {result.solver.get('status')!r}: no parameter file written")
+    out = Path(out)
+    t0 = time.perf_counter()
+    result.save(out)
+    stem = out.with_suffix("")
+    report = write_text_report(result, stem.with_name(stem.name + "_report.txt"))
+    plot = None
+    if plots:
+        data = datasets[0]
+        plot = plot_torques(data.t, filtered_torques(result, data), predict(result, data, model),
+                            stem.with_name(stem.name + "_torques.png"),
+                            f"{result.arm.upper()} {result.method}: {Path(files[0]).name}")
+    timings["report"] = time.perf_counter() - t0
+    names, values = (list(result.standard), list(result.standard.values())) if result.standard else \
+        (list(result.base_definitions), list(result.base_values))
+    errors = [float(e) for e in result.errors["training"]]
+    return JobOutcome(arm=result.arm, method=method, result_file=out, report_file=report,
+                      joint_names=list(model.description.dvrk_joint_names), relative_error=errors,
+                      parameter_names=names, parameter_values=[float(v) for v in values],
+                      solver_status=str(result.solver.get("status")), timings=timings, plot_file=plot,
+                      summary=f"{result.arm} {method}: solver {result.solver['status']}; training error per joint (%): "
+                              + " ".join(f"{100 * e:.1f}" for e in errors))
+
+
+def gc_fit_job(data_path: str | Path, arm: str | None, out: Path | None, *, serial: str = "unknown",
+               method: str = "mlse", orders: dict[int, int] | str | None = None) -> JobOutcome:
+    from dvrk_ident_ros.gc.crossval import select_orders
+    from dvrk_ident_ros.gc.data import load_poses
+    from dvrk_ident_ros.gc.mlse import fit_mlse, fit_slse, relative_errors
+    from dvrk_ident_ros.gc.params import SIDES, GcParameters
+
+    timings: dict[str, float] = {}
+    t0 = time.perf_counter()
+    data = load_poses(data_path)
+    timings["load"] = time.perf_counter() - t0
+    arm = (arm or "").upper() or next((s for s in SIDES if s in str(data.source).upper()), "")
+    if arm not in SIDES:
+        raise DataError(f"unknown arm {arm or '(not given)'!r}: the gc model is for MTML or MTMR")
+    t0 = time.perf_counter()
+    if orders == "auto":
+        orders, _ = select_orders(data)
+    fit = (fit_slse if method == "slse" else fit_mlse)(data, orders or None)
+    timings["fit"] = time.perf_counter() - t0
+    used = fit.orders
+    upper = np.append(data.tau[:, :6].max(axis=0), 0.0)
+    lower = np.append(data.tau[:, :6].min(axis=0), 0.0)
+    params = GcParameters(arm=arm, serial=serial, theta_pos=fit.theta(+1), theta_neg=fit.theta(-1),
+                          upper_limit=upper, lower_limit=lower,
+                          fit_methods={i: f"{used[i]}POL" for i in range(1, 7)}, source=str(data_path))
+    out = Path(out or f"gc-{arm}-{serial}.json")
+    params.save(out)
+    errors = relative_errors(fit, data)
+    per_joint = [float(errors[(i, "both")]) for i in range(1, 7)]
+    summary = (f"{arm} {fit.method} with orders {[used[i] for i in range(1, 7)]}: relative RMS error per joint (%) "
+               + " ".join(f"{100 * e:.1f}" for e in per_joint))
+    if data.dropped:
+        summary += f"; {data.dropped} pose(s) with no finite sample were dropped"
+    return JobOutcome(arm=arm, method=method, result_file=out, report_file=None,
+                      joint_names=[f"joint{i}" for i in range(1, 7)], relative_error=per_joint,
+                      parameter_names=[f"pos{k}" for k in range(40)] + [f"neg{k}" for k in range(40)],
+                      parameter_values=[float(x) for x in np.concatenate([params.theta_pos, params.theta_neg])],
+                      solver_status="optimal", timings=timings, summary=summary)

@@ -1,0 +1,210 @@
+"""Node ``gravity_compensation``: event-driven torques for every ``measured_js`` sample.
+
+On each ``/<ARM>/measured_js`` it computes the compensation from that very
+sample (a gc JSON through the MLSE law, or an identified model's gravity,
+springs and cable) and publishes ``/<ARM>/servo_jf`` at once, then the
+diagnostics (``~/diagnostics``). The dVRK's own compensation is turned off
+when compensation starts and back on when it stops or the node exits.
+Safety: NaN / wrong-length samples are rejected (logged, no command), torques
+are clamped, ramp in over ``ramp_in_time``; a steady-clock watchdog fades the
+torques out when the state goes stale and then stops commanding.
+"""
+from __future__ import annotations
+
+import math
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+from rclpy.node import Node
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Bool
+
+from dvrk_ident.msg import GravityCompensationDiagnostics
+from dvrk_ident_ros.errors import DataError, DvrkIdentError
+from dvrk_ident_ros.gc.supervisor import (
+    ACTIVE,
+    FADING_OUT,
+    RAMP_IN,
+    STOPPED,
+    CompensationSupervisor,
+    SupervisorSettings,
+)
+from dvrk_ident_ros.nodes.common import STATE_QOS, arm_family, check_arm_name, run
+
+DEFAULT_TORQUE_LIMIT = {  # N m (N): for an identified model (a gc JSON carries its own limits)
+    "mtm": [1.5, 1.5, 1.5, 0.6, 0.3, 0.3, 0.1],
+    "psm": [3.0, 3.0, 10.0, 0.3, 0.3, 0.3, 0.3],
+}
+
+
+def load_compensation(path: str, arm: str):
+    """The law for a parameter file: a dVRK gc JSON (MLSE) or a dvrk_ident parameter file."""
+    from dvrk_ident_ros.files import read_document
+
+    if not path:
+        raise DataError("parameter_file is empty: give a gc-<ARM>-<SN>.json or an identified parameter file")
+    raw = read_document(Path(path))
+    family = arm_family(arm)
+    if isinstance(raw, dict) and "GC_controller" in raw:
+        from dvrk_ident_ros.gc.law import CompensationLaw
+        from dvrk_ident_ros.gc.params import load_gc
+
+        params = load_gc(path)
+        if params.arm != arm:
+            raise DataError(f"{path}: gc parameters of {params.arm}, this node drives {arm}")
+        return CompensationLaw(params), "mlse"
+    from dvrk_ident_ros.gc.model_law import load_model_compensation
+
+    return load_model_compensation(Path(path), family, np.array(DEFAULT_TORQUE_LIMIT[family])), "dynamic"
+
+
+class GravityCompensationNode(Node):
+    def __init__(self) -> None:
+        super().__init__("gravity_compensation")
+        self.arm = check_arm_name(self.declare_parameter("arm", "MTML").value)
+        self.parameter_file = str(self.declare_parameter("parameter_file", "").value)
+        settings = SupervisorSettings(
+            ramp_in_time=float(self.declare_parameter("ramp_in_time", 1.0).value),
+            fade_out_time=float(self.declare_parameter("fade_out_time", 0.5).value),
+            stale_periods=float(self.declare_parameter("stale_periods", 3.0).value))
+        limit_scale = float(self.declare_parameter("torque_limit_scale", 1.0).value)
+        self.disable_builtin = bool(self.declare_parameter("disable_builtin", True).value)
+        self.publish_diagnostics = bool(self.declare_parameter("publish_diagnostics", True).value)
+        watchdog_period = float(self.declare_parameter("watchdog_period", 0.001).value)
+        if not 0.0 < limit_scale <= 1.0:
+            raise DvrkIdentError(f"torque_limit_scale {limit_scale}: expected (0, 1]")
+        self.law, self.model_kind = load_compensation(self.parameter_file, self.arm)
+        self.law.scale_limits(limit_scale)
+        self.joints = 7 if arm_family(self.arm) == "mtm" else 6
+        self._law_dof = len(self.law.total)
+        self.supervisor = CompensationSupervisor(settings)
+        self._q = [0.0] * self._law_dof  # last valid sample, padded for the PSM's jaw
+        self._qd = [0.0] * self._law_dof
+        self._zeros = [0.0] * self._law_dof
+        self.rejected = 0
+        self.answered = 0
+        self._servo_jf = self.create_publisher(JointState, f"/{self.arm}/servo_jf", STATE_QOS)
+        self._builtin = self.create_publisher(Bool, f"/{self.arm}/use_gravity_compensation", 10)
+        self._diagnostics = self.create_publisher(GravityCompensationDiagnostics, "~/diagnostics", 10)
+        self._command = JointState()
+        self._diag = GravityCompensationDiagnostics()
+        self._diag.parameter_source = self.parameter_file
+        self._diag.model_kind = self.model_kind
+        self.create_subscription(JointState, f"/{self.arm}/measured_js", self._on_state, STATE_QOS)
+        self._lock = threading.Lock()  # supervisor and law: state callback vs watchdog thread
+        self._stop = threading.Event()
+        self._watchdog_thread = threading.Thread(target=self._watch, args=(watchdog_period,), name="watchdog",
+                                                 daemon=True)
+        self._watchdog_thread.start()
+        self.get_logger().info(
+            f"{self.arm}: {self.model_kind} compensation from {self.parameter_file}; waiting for "
+            f"/{self.arm}/measured_js (ramp-in {settings.ramp_in_time:g} s, watchdog {settings.stale_periods:g} "
+            "periods)")
+
+    # -- hot path -------------------------------------------------------------------
+    def _reject(self, why: str) -> None:
+        self.rejected += 1
+        self.get_logger().warning(f"measured_js rejected ({self.rejected} so far): {why}", throttle_duration_sec=1.0)
+
+    def _on_state(self, msg: JointState) -> None:
+        start = time.perf_counter()
+        arrival = time.monotonic()
+        n = self.joints
+        position, velocity = msg.position, msg.velocity
+        if len(position) != n:
+            return self._reject(f"{len(position)} positions, expected {n}")
+        if len(velocity) not in (0, n):
+            return self._reject(f"{len(velocity)} velocities, expected {n}")
+        q, qd = self._q, self._qd
+        for i in range(n):
+            x = position[i]
+            if not math.isfinite(x):
+                return self._reject(f"position[{i}] is {x}")
+            q[i] = x
+        if len(velocity):
+            for i in range(n):
+                v = velocity[i]
+                if not math.isfinite(v):
+                    return self._reject(f"velocity[{i}] is {v}")
+                qd[i] = v
+        stamp = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec or arrival
+        with self._lock:
+            was = self.supervisor.state
+            scale = self.supervisor.on_state(arrival, stamp)
+            total = self.law.compute(q, qd, scale)
+            command = self._command
+            command.header.stamp = msg.header.stamp
+            command.effort = total[:n]
+            self._servo_jf.publish(command)
+            self.answered += 1
+            if was == STOPPED:
+                self._hand_over(builtin=False)
+            if self.publish_diagnostics:
+                self._publish_diagnostics(msg.header.stamp, start)
+
+    def _publish_diagnostics(self, stamp, start: float) -> None:
+        law, d, n = self.law, self._diag, self.joints
+        d.header.stamp = stamp
+        d.gravity_torque = law.gravity[:n]
+        d.disturbance_torque = law.disturbance[:n]
+        d.blend_weight = law.alpha[:n]
+        d.total_torque = law.total[:n]
+        d.saturated = law.saturated[:n]
+        d.state = self.supervisor.state
+        d.ramp_scale = self.supervisor.scale
+        d.compute_time = time.perf_counter() - start
+        self._diagnostics.publish(d)
+
+    # -- watchdog, hand-over --------------------------------------------------------
+    def _hand_over(self, builtin: bool) -> None:
+        if self.disable_builtin:
+            self._builtin.publish(Bool(data=builtin))
+
+    def _watch(self, period: float) -> None:
+        """Watchdog thread (steady clock, independent of the executor and of /clock)."""
+        last = time.monotonic()
+        while not self._stop.wait(period):
+            now = time.monotonic()
+            with self._lock:
+                self._watchdog_step(now, now - last)
+            last = now
+
+    def _watchdog_step(self, now: float, dt: float) -> None:
+        sup = self.supervisor
+        if sup.state in (RAMP_IN, ACTIVE):
+            sup.update_period()
+            if sup.is_stale(now):
+                self.get_logger().warning(f"/{self.arm}/measured_js stale for {1e3 * (now - sup._last_arrival):.1f} ms"
+                                          f" (period {1e3 * sup.period:.1f} ms): fading out", throttle_duration_sec=1.0)
+                sup.begin_fade_out()
+        if sup.state == FADING_OUT:
+            scale = sup.fade_step(dt)
+            self._command.header.stamp = self.get_clock().now().to_msg()
+            self._command.effort = self.law.compute(self._q, self._zeros, scale)[:self.joints]
+            self._servo_jf.publish(self._command)
+            if sup.state == STOPPED:
+                self._hand_over(builtin=True)
+                self.get_logger().info("compensation stopped; the dVRK's own compensation is back on")
+
+    def close(self) -> None:
+        """At exit: zero effort, then the dVRK's own compensation back on."""
+        self._stop.set()
+        self._watchdog_thread.join(timeout=1.0)
+        if self.supervisor.state != STOPPED or self.answered:
+            self._command.effort = [0.0] * self.joints
+            self._servo_jf.publish(self._command)
+        self._hand_over(builtin=True)
+        time.sleep(0.05)  # let the middleware deliver the hand-over before the context goes
+        self.get_logger().info(f"exit: answered {self.answered} samples, rejected {self.rejected}, "
+                               f"stale events {self.supervisor.stale_events}")
+
+
+def main(args: list[str] | None = None) -> int:
+    return run(GravityCompensationNode, args, executor="events")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

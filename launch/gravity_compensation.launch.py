@@ -1,0 +1,47 @@
+"""Gravity compensation of a dVRK arm from our own parameters.
+
+    ros2 launch dvrk_ident gravity_compensation.launch.py arm:=MTML parameter_file:=gc-MTML-12345.json
+
+``parameter_file`` is required: a dVRK gc JSON or an identified-model JSON
+(relative to the working directory). The node turns the dVRK's built-in
+compensation off while it runs and back on when it stops (config:
+``disable_builtin``). Parameters: config/gravity_compensation.yaml, then the
+launch arguments.
+"""
+from launch.actions import DeclareLaunchArgument
+from launch.launch_description import LaunchDescription
+from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
+from launch_ros.actions import Node, SetParameter
+from launch_ros.parameter_descriptions import ParameterValue
+from launch_ros.substitutions import FindPackageShare
+
+PACKAGE = "dvrk_ident"
+ARMS = ["MTML", "MTMR", "PSM1", "PSM2", "PSM3"]
+
+
+def generate_launch_description():
+    arm = LaunchConfiguration("arm")
+    return LaunchDescription([
+        DeclareLaunchArgument("arm", default_value="MTML", choices=ARMS, description="dVRK arm to compensate"),
+        DeclareLaunchArgument(
+            "parameter_file",
+            description="gc-<ARM>-<serial>.json of the dVRK or an identified-model JSON (required)"),
+        DeclareLaunchArgument(
+            "use_sim_time", default_value="false", choices=["true", "false"],
+            description="true: follow /clock (a simulated arm started with use_sim_time:=true)"),
+        SetParameter(name="use_sim_time", value=LaunchConfiguration("use_sim_time")),
+        Node(
+            package=PACKAGE,
+            executable="gravity_compensation",
+            name=["gravity_compensation_", arm],
+            parameters=[
+                PathJoinSubstitution([FindPackageShare(PACKAGE), "config/gravity_compensation.yaml"]),
+                {
+                    "arm": ParameterValue(arm, value_type=str),
+                    "parameter_file": ParameterValue(LaunchConfiguration("parameter_file"), value_type=str),
+                },
+            ],
+            output="screen",
+            emulate_tty=True,
+        ),
+    ])
