@@ -5,7 +5,7 @@ import importlib
 import sys
 import time
 
-BENCHMARKS = ["model", "identify", "excitation", "gc", "sim", "recorder"]
+BENCHMARKS = ["model", "identify", "excitation", "gc", "sim", "recorder", "nodes"]
 
 
 def main(argv: list[str]) -> int:

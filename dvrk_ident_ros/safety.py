@@ -20,11 +20,12 @@ class CommandChecker:
     """Position, speed and torque checks in dVRK joint space for one arm (variant MTML, MTMR, ...)."""
 
     def __init__(self, model: ArmModel, variant: str | None = None, *, margin: float = 0.0,
-                 torque_limit: Sequence[float] | None = None):
+                 torque_limit: Sequence[float] | None = None, section: str = "coordinates"):
+        """``section``: "coordinates" (the excitation limits) or "hardware" (what the arm reaches)."""
         self.model = model
         self.dof = model.dof
         self.names = list(model.description.dvrk_joint_names)
-        limits = coordinate_limits(model, variant if variant in model.description.variants else None)
+        limits = coordinate_limits(model, variant if variant in model.description.variants else None, section)
         self._names = [lim.name for lim in limits]
         self._rows = np.array([lim.coefficients for lim in limits]) @ model.A_inv \
             if limits else np.zeros((0, self.dof))

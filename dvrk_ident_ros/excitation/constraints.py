@@ -34,8 +34,9 @@ class CartesianBox:
     upper: np.ndarray
 
 
-def coordinate_limits(model: ArmModel, variant: str | None = None) -> list[CoordinateLimit]:
-    ranges = model.description.limits_for(variant)
+def coordinate_limits(model: ArmModel, variant: str | None = None, section: str = "coordinates"
+                      ) -> list[CoordinateLimit]:
+    ranges = model.description.limits_for(variant, section)
     out = []
     for name, (lo, hi, vmax) in ranges.items():
         coord = model.description.limited_coordinates[name]

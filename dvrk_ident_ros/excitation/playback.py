@@ -118,6 +118,7 @@ class GridPlayback:
     grid: dict
     checker: CommandChecker
     pose_stride: int = 1
+    sweep_stride: int = 1  # every k-th auxiliary value (or repetition) of each joint
     tolerance: float = 0.02  # rad (m): pose reached
     move_timeout: float = 10.0  # s per pose
     poses: list[_Pose] = field(default_factory=list)
@@ -128,9 +129,15 @@ class GridPlayback:
             raise DataError(f"pose_stride {self.pose_stride}: expected 1 or more")
         self.settle_time = float(self.grid.get("settle_time", 0.5))
         self.samples_per_pose = int(self.grid.get("samples_per_pose", 10))
+        if self.sweep_stride < 1:
+            raise DataError(f"sweep_stride {self.sweep_stride}: expected 1 or more")
+        kept = self._kept_sweeps(self.grid.get("sweeps") or [])
         index = 0
-        for sweep in self.grid.get("sweeps") or []:
+        for k, sweep in enumerate(self.grid.get("sweeps") or []):
             poses = np.asarray(sweep["poses"], dtype=float)
+            if k not in kept:
+                index += len(poses)
+                continue
             direction = 1 if str(sweep.get("direction", "positive")).startswith("pos") else -1
             chosen = list(range(0, len(poses), self.pose_stride))
             if chosen[-1] != len(poses) - 1:
@@ -149,6 +156,29 @@ class GridPlayback:
         self._phase = IDLE
         self._since = 0.0
         self._samples = 0
+        self._move_allowance = 0.0
+
+    def _kept_sweeps(self, sweeps: list[dict]) -> set[int]:
+        """Every ``sweep_stride``-th auxiliary value (or repetition) of each joint, both directions kept."""
+        seen: dict[tuple, int] = {}
+        groups: dict[int, list] = {}
+        for sweep in sweeps:
+            joint = sweep.get("estimated_joint")
+            key = (joint, sweep.get("auxiliary_value"), sweep.get("direction"))
+            seen[key] = seen.get(key, -1) + 1  # repetitions of the same sweep
+            group = (sweep.get("auxiliary_value"), seen[key])
+            order = groups.setdefault(joint, [])
+            if group not in order:
+                order.append(group)
+        kept = set()
+        seen.clear()
+        for k, sweep in enumerate(sweeps):
+            joint = sweep.get("estimated_joint")
+            key = (joint, sweep.get("auxiliary_value"), sweep.get("direction"))
+            seen[key] = seen.get(key, -1) + 1
+            if groups[joint].index((sweep.get("auxiliary_value"), seen[key])) % self.sweep_stride == 0:
+                kept.add(k)
+        return kept
 
     @property
     def duration_estimate(self) -> float:
@@ -173,12 +203,13 @@ class GridPlayback:
                 return Setpoint(DONE, 1.0, pose_index=self.poses[-1].index, pose_count=n)
             self._phase, self._since = MOVING, t
             goal = self.poses[self._i].q
+            self._move_allowance = float(np.max(np.abs(goal - np.asarray(q_measured)))) / 0.2  # s: at 0.2 rad/s
         pose = self.poses[self._i]
         if self._phase == MOVING:
             reached = np.max(np.abs(np.asarray(q_measured) - pose.q)) < self.tolerance
             if reached and goal is None:
                 self._phase, self._since = SETTLING, t
-            elif t - self._since > self.move_timeout:
+            elif t - self._since > self.move_timeout + self._move_allowance:
                 raise SafetyError(f"pose {pose.index} not reached within {self.move_timeout:g} s (error "
                                   f"{np.max(np.abs(np.asarray(q_measured) - pose.q)):.3f})")
         if self._phase == SETTLING and t - self._since >= self.settle_time:

@@ -96,8 +96,12 @@ class ArmDescription:
     def dof(self) -> int:
         return len(self.motor_symbols)
 
-    def limits_for(self, variant: str | None = None) -> dict[str, tuple[float, float, float]]:
+    def limits_for(self, variant: str | None = None, section: str = "coordinates"
+                   ) -> dict[str, tuple[float, float, float]]:
         """Position range and maximum speed per limited coordinate, in SI units (rad, m).
+
+        ``section="hardware"``: the ranges of ``limits.hardware`` (wider: what
+        the real arm is known to reach) where given, the coordinates' elsewhere.
 
         A variant listing ``mirrored_coordinates`` (the right MTM's wrist) has
         those ranges negated and swapped: [lo, hi] -> [-hi, -lo].
@@ -109,8 +113,9 @@ class ArmDescription:
         mirrored = set((spec or {}).get("mirrored_coordinates", []))
         scale = np.pi / 180.0 if self.limits.get("units", "rad") == "deg" else 1.0
         out = {}
+        wider = (self.limits.get("hardware") or {}) if section == "hardware" else {}
         for name, entry in (self.limits.get("coordinates") or {}).items():
-            lo, hi = (float(x) * scale for x in entry["position"])
+            lo, hi = (float(x) * scale for x in (wider.get(name) or entry)["position"])
             if name in mirrored:
                 lo, hi = -hi, -lo
             out[name] = (lo, hi, float(entry.get("velocity", np.inf)) * scale)
@@ -254,6 +259,13 @@ class _Parser:
             else:
                 raise self.fail(where, f"unknown coordinate {key!r}")
             pos = spec.get("position")
+            if not (isinstance(pos, list) and len(pos) == 2 and float(pos[0]) < float(pos[1])):
+                raise self.fail(f"{where}.position", f"expected [lower, upper] with lower < upper, got {pos!r}")
+        for key, spec in (limits.get("hardware") or {}).items():
+            where = f"limits.hardware.{key}"
+            if key not in limited:
+                raise self.fail(where, f"{key!r} is not one of limits.coordinates")
+            pos = (spec or {}).get("position") if isinstance(spec, dict) else None
             if not (isinstance(pos, list) and len(pos) == 2 and float(pos[0]) < float(pos[1])):
                 raise self.fail(f"{where}.position", f"expected [lower, upper] with lower < upper, got {pos!r}")
         digest = hashlib.sha256(json.dumps(raw, sort_keys=True, default=str).encode()).hexdigest()

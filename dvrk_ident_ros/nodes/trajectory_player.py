@@ -67,12 +67,15 @@ class TrajectoryPlayerNode(Node):
         self.speed_scale = float(self.declare_parameter("speed_scale", 1.0).value)
         self.periods = int(self.declare_parameter("periods", 0).value)
         self.pose_stride = int(self.declare_parameter("pose_stride", 1).value)
+        self.sweep_stride = int(self.declare_parameter("sweep_stride", 1).value)
         self.pose_tolerance = float(self.declare_parameter("pose_tolerance", 0.02).value)
         if not 1.0 <= self.stream_rate <= 2000.0:
             raise DvrkIdentError(f"stream_rate {self.stream_rate} Hz: expected 1..2000 Hz")
         self.family = arm_family(self.arm)
         self.model = load_model(self.family)
-        self.checker = CommandChecker(self.model, self.arm if self.family == "mtm" else None)
+        variant = self.arm if self.family == "mtm" else None
+        self.checker = CommandChecker(self.model, variant)  # excitation limits (as `trajectory check`)
+        self.grid_checker = CommandChecker(self.model, variant, section="hardware")  # pose grids
         self.names = list(self.model.description.dvrk_joint_names)
         self.arm_joints = 6 if self.family == "psm" else 7
         self.q = np.zeros(self.model.dof)
@@ -137,7 +140,8 @@ class TrajectoryPlayerNode(Node):
             if self.family != "mtm":
                 raise DataError(f"{path}: pose grids are for the MTMs, not the {self.arm}")
             grid = load_grid(path, arm=self.arm)
-            return playback.GridPlayback(grid, self.checker, pose_stride=self.pose_stride,
+            return playback.GridPlayback(grid, self.grid_checker, pose_stride=self.pose_stride,
+                                         sweep_stride=self.sweep_stride,
                                          tolerance=self.pose_tolerance), "grid"
         trajectory, meta = load_trajectory(path, arm=self.family, joints=self.model.dof)
         periods = self.periods or int(meta.get("periods") or 1)

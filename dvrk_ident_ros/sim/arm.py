@@ -30,6 +30,7 @@ from dvrk_ident_ros.sim.servo import PidServo
 POSITION, EFFORT = "position", "effort"
 MASS_MATRIX_TOLERANCE = 1e-3  # rad (m): M(q) is recomputed when q moved further (real-time speed)
 STATIC_TOLERANCE = 1e-4  # rad (m): the same for the built-in compensation's torques
+SERVO_HOLD = 0.05  # s: a streamed setpoint is carried forward with its velocity at most this long
 MAX_SERVO_JUMP = 0.25  # rad (m): a streamed setpoint this far from the current one is not a stream
 
 
@@ -52,7 +53,11 @@ class SimulatedArm:
         self._static_at: np.ndarray | None = None
         self._static = np.zeros(self.dof)
         self.servo = PidServo(config.gains, self.dof)
-        self.checker = CommandChecker(model, variant, torque_limit=config.gains.torque_limit)
+        self.checker = CommandChecker(model, variant, torque_limit=config.gains.torque_limit, section="hardware")
+        fitted = CommandChecker(model, variant)  # the cable polynomial was identified inside these limits
+        self.physics.known_torque_domain = lambda q_m: q_m if fitted.first_position_violation(
+            model.dvrk_from_motor(q_m)[None]) is None else model.motor_from_dvrk(
+            fitted.clamp_position(model.dvrk_from_motor(q_m)))
         self.hysteresis = DahlHysteresis(config.hysteresis, config.hysteresis_width)
         self._compiled = load_compiled(model)
         self._noise = config.noise if noise else None
@@ -70,6 +75,7 @@ class SimulatedArm:
         self.builtin_gravity_compensation = config.builtin_gravity_compensation
         self._move: tuple[float, np.ndarray, np.ndarray, float] | None = None
         self.time = 0.0
+        self._servo_time = 0.0
 
     # -- commands ------------------------------------------------------------------
     def servo_jp(self, position, velocity=None) -> None:
@@ -86,6 +92,7 @@ class SimulatedArm:
         self._move = None
         self.mode = POSITION
         self.q_ref, self.qd_ref = q, qd
+        self._servo_time = self.time
 
     def move_jp(self, goal) -> float:
         """Start a move to ``goal``; returns its duration (s)."""
@@ -109,6 +116,7 @@ class SimulatedArm:
         self.servo.reset()
         self.mode = POSITION
         self.q_ref, self.qd_ref = self.q.copy(), np.zeros(self.dof)
+        self._servo_time = self.time
 
     def use_gravity_compensation(self, on: bool) -> None:
         self.builtin_gravity_compensation = bool(on)
@@ -127,14 +135,17 @@ class SimulatedArm:
         else:
             tau = self.model.gravity(q_motor[None], self.config.delta)[0]
         if self.model.description.known_torques:
-            tau = tau + self.model.known_torques(q_motor[None])[0]
+            tau = tau + self.physics.known_torques(q_motor)
         self._static = self.model.dvrk_torque_from_motor(tau)
         self._static_at = q_motor.copy()
         return self._static
 
-    def _reference(self) -> None:
+    def _reference(self) -> np.ndarray:
+        """The position setpoint now: the move's profile, or the streamed setpoint carried forward
+        with its velocity for up to ``SERVO_HOLD`` s (first-order hold between servo_jp samples)."""
         if self._move is None:
-            return
+            ahead = min(self.time - self._servo_time, SERVO_HOLD)
+            return self.q_ref + self.qd_ref * ahead if ahead > 0 else self.q_ref
         t0, q_from, q_to, duration = self._move
         s, ds = _quintic((self.time - t0) / duration)
         self.q_ref = q_from + s * (q_to - q_from)
@@ -142,14 +153,16 @@ class SimulatedArm:
         if self.time - t0 >= duration:
             self._move = None
             self.qd_ref = np.zeros(self.dof)
+        self._servo_time = self.time
+        return self.q_ref
 
     def step(self) -> None:
         """One control and physics period."""
         limit = self.config.gains.torque_limit
         compensation = self.static_torque(self.state.q) if self.builtin_gravity_compensation else None
         if self.mode == POSITION:
-            self._reference()
-            tau = self.servo.command(self.q, self.qd, self.q_ref, self.qd_ref, self.dt, compensation)
+            q_ref = self._reference()
+            tau = self.servo.command(self.q, self.qd, q_ref, self.qd_ref, self.dt, compensation)
         else:
             tau = self.effort_command if compensation is None else self.effort_command + compensation
             tau = np.clip(tau, -limit, limit)

@@ -54,6 +54,7 @@ class ArmPhysics:
         self._unit = np.eye(self.n)
         # motor inertia is not in the rigid-body inertia program: I_m c c^T per element
         self._motor_inertia = self.model._motor_inertia(np.eye(self.n), self.delta)
+        self.known_torque_domain = None  # optional q -> q inside the known torques' fitted range
         self.mass_tolerance = 0.0  # rad (m): reuse M(q) while q stays this close (0: always recompute)
         self._M_at: np.ndarray | None = None
         self._M = np.zeros((self.n, self.n))
@@ -66,13 +67,20 @@ class ArmPhysics:
         slip = np.tanh(v / self.coulomb_velocity)
         return self._C.T @ (self._fv * v + self._fc * slip + self._fo * np.abs(slip))
 
+    def known_torques(self, q: np.ndarray) -> np.ndarray:
+        """The description's known (cable) torques, evaluated at ``known_torque_domain(q)``: the
+        polynomials were fitted on a range and are held at its edge beyond it."""
+        if self.known_torque_domain is not None:
+            q = self.known_torque_domain(q)
+        return self.model.known_torques(q[None])[0]
+
     def bias(self, q: np.ndarray, qd: np.ndarray) -> np.ndarray:
         """h(q, qd): every torque but the inertial one, without the motors' commands."""
         zeros = np.zeros(self.n)
         H = self._c.regressor(q, qd, zeros) if self._c is not None else self.model.regressor(q, qd, zeros)[0]
         h = H @ self._rigid
         if self._known:
-            h = h + self.model.known_torques(q)[0]
+            h = h + self.known_torques(q)
         return h + self.friction(qd)
 
     def mass_matrix(self, q: np.ndarray) -> np.ndarray:
@@ -100,7 +108,9 @@ class ArmPhysics:
             return np.zeros((self.n, self.n))
         v = self._C @ qd
         x = v / self.coulomb_velocity
-        slope = np.maximum(self._fv + (self._fc + self._fo * np.sign(v)) / self.coulomb_velocity / np.cosh(x) ** 2, 0)
+        e = np.exp(-2.0 * np.abs(x))
+        sech2 = 4.0 * e / (1.0 + e) ** 2  # 1 / cosh(x)^2 without overflow
+        slope = np.maximum(self._fv + (self._fc + self._fo * np.sign(v)) / self.coulomb_velocity * sech2, 0)
         return (self._C.T * slope) @ self._C
 
     def step_euler(self, state: ArmState, tau: np.ndarray, dt: float) -> ArmState:

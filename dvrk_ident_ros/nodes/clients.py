@@ -1,0 +1,92 @@
+"""Client side of the nodes for scripts (the demo, tests, benchmarks): call /identify,
+read the arm's state, send move_jp, in a private rclpy context."""
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import rclpy
+from rclpy.executors import SingleThreadedExecutor
+from sensor_msgs.msg import JointState
+
+from dvrk_ident.srv import Identify
+from dvrk_ident_ros.errors import DvrkIdentError
+from dvrk_ident_ros.nodes.common import STATE_QOS, fill_joint_state
+
+
+class ArmClient:
+    """A small node in its own context, spun in a background thread."""
+
+    def __init__(self, arm: str, name: str = "dvrk_ident_client"):
+        self.arm = arm
+        self.context = rclpy.Context()
+        rclpy.init(context=self.context)
+        self.node = rclpy.create_node(name, context=self.context)
+        self.executor = SingleThreadedExecutor(context=self.context)
+        self.executor.add_node(self.node)
+        self.state: tuple[float, np.ndarray, np.ndarray] | None = None
+        self.states = 0
+        self.node.create_subscription(JointState, f"/{arm}/measured_js", self._on_state, STATE_QOS)
+        self._move = self.node.create_publisher(JointState, f"/{arm}/move_jp", 10)
+        self.first_effort_command: float | None = None  # monotonic time of the first servo_jf seen
+        self.history: list[tuple[float, np.ndarray]] = []  # (time, position) while recording
+        self.recording = False
+        self.node.create_subscription(JointState, f"/{arm}/servo_jf", self._on_effort, STATE_QOS)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._spin, daemon=True)
+        self._thread.start()
+
+    def _spin(self) -> None:
+        while not self._stop.is_set() and self.context.ok():
+            self.executor.spin_once(timeout_sec=0.05)
+
+    def _on_state(self, msg: JointState) -> None:
+        self.state = (time.monotonic(), np.asarray(msg.position, dtype=float), np.asarray(msg.effort, dtype=float))
+        self.states += 1
+        if self.recording:
+            self.history.append((self.state[0], self.state[1]))
+
+    def _on_effort(self, msg: JointState) -> None:
+        if self.first_effort_command is None:
+            self.first_effort_command = time.monotonic()
+
+    def position_at(self, when: float) -> np.ndarray:
+        """The recorded position closest to monotonic time ``when``."""
+        times = np.array([t for t, _ in self.history])
+        return self.history[int(np.argmin(np.abs(times - when)))][1]
+
+    def position(self, timeout: float = 10.0) -> np.ndarray:
+        deadline = time.monotonic() + timeout
+        while self.state is None:
+            if time.monotonic() > deadline:
+                raise DvrkIdentError(f"no /{self.arm}/measured_js within {timeout:.0f} s")
+            time.sleep(0.02)
+        return self.state[1].copy()
+
+    def move_jp(self, q: np.ndarray) -> None:
+        self._move.publish(fill_joint_state(JointState(), self.node.get_clock().now().to_msg(), [], q))
+
+    def identify(self, timeout: float = 300.0, **fields) -> Identify.Response:
+        client = self.node.create_client(Identify, "/identify")
+        if not client.wait_for_service(timeout_sec=20.0):
+            raise DvrkIdentError("/identify is not available")
+        future = client.call_async(Identify.Request(**fields))
+        deadline = time.monotonic() + timeout
+        while not future.done():
+            if time.monotonic() > deadline:
+                raise DvrkIdentError(f"/identify did not answer within {timeout:.0f} s")
+            time.sleep(0.05)
+        return future.result()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=2.0)
+        self.node.destroy_node()
+        self.context.try_shutdown()
+
+    def __enter__(self) -> ArmClient:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

@@ -1,0 +1,119 @@
+"""Experiments on the simulated arm without ROS: pose-grid collection and the drift test.
+
+The same core objects the nodes use (:class:`~dvrk_ident_ros.sim.arm.SimulatedArm`,
+:class:`~dvrk_ident_ros.excitation.playback.GridPlayback`, a compensation law),
+stepped directly, so benchmarks of many poses run faster than real time.
+
+Drift test (Lin 2019, section V-C): the arm is brought to a random pose by
+its PID, then left under the compensation torques only (commanded from each
+state sample, held between samples) for ``hold_time``; the drift is the tip
+displacement (mm) and rotation (deg) over that time.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from dvrk_ident_ros.excitation.playback import GridPlayback
+from dvrk_ident_ros.gc.data import PoseData, robust_mean
+from dvrk_ident_ros.sim.arm import SimulatedArm
+
+
+def collect_pose_grid(arm: SimulatedArm, playback: GridPlayback, rate: float = 100.0, settle_timeout: float = 5.0,
+                      std_filter: float = 0.3) -> PoseData:
+    """Move-settle-sample through the grid's poses; per pose the robust mean of the samples (as the loaders)."""
+    sweeps = playback.grid["sweeps"]
+    offsets = np.cumsum([0] + [len(s["poses"]) for s in sweeps])
+    qs, taus, joints, dirs, auxs, ids = [], [], [], [], [], []
+    dt = 1.0 / rate
+    for pose in playback.poses:
+        arm.move_jp(pose.q)
+        waited = 0.0
+        while (arm.busy or np.max(np.abs(arm.q - pose.q)) > playback.tolerance) and waited < settle_timeout:
+            arm.advance(dt)
+            waited += dt
+        arm.advance(playback.settle_time)
+        samples_q, samples_tau = [], []
+        for _ in range(playback.samples_per_pose):
+            arm.advance(dt)
+            q, _, tau = arm.measured()
+            samples_q.append(q)
+            samples_tau.append(tau)
+        k = int(np.searchsorted(offsets, pose.index, side="right") - 1)
+        sweep = sweeps[k]
+        qs.append(robust_mean(np.array(samples_q).T[None], std_filter)[0])
+        taus.append(robust_mean(np.array(samples_tau).T[None], std_filter)[0])
+        joints.append(sweep["estimated_joint"])
+        dirs.append(pose.direction)
+        auxs.append(sweep["auxiliary_value"] if sweep.get("auxiliary_value") is not None else np.nan)
+        ids.append(k)
+    return PoseData(np.array(qs), np.array(taus), np.array(joints), np.array(dirs), np.array(auxs), np.array(ids),
+                    "simulated arm")
+
+
+@dataclass
+class DriftResult:
+    position_mm: np.ndarray  # per pose
+    rotation_deg: np.ndarray
+    poses: np.ndarray
+
+    def summary(self) -> str:
+        return (f"{len(self.poses)} poses: tip drift mean {self.position_mm.mean():.2f} mm "
+                f"(median {np.median(self.position_mm):.2f}, max {self.position_mm.max():.2f}), rotation mean "
+                f"{self.rotation_deg.mean():.2f} deg (median {np.median(self.rotation_deg):.2f}, "
+                f"max {self.rotation_deg.max():.2f})")
+
+
+def random_poses(arm: SimulatedArm, count: int, rng: np.random.Generator, fraction: float = 0.6,
+                 box: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
+    """Poses drawn uniformly in the central ``fraction`` of every joint's range (or of ``box``, e.g. the
+    range the compensation's data covered), inside every limit."""
+    checker = arm.checker
+    n = arm.dof
+    lo, hi = np.full(n, -1.0), np.full(n, 1.0)
+    if box is not None:
+        lo, hi = np.asarray(box[0], dtype=float), np.asarray(box[1], dtype=float)
+    else:  # per-joint box from the limited coordinates that are single joints
+        for row, lower, upper in zip(checker._rows, checker.lower, checker.upper, strict=True):
+            nz = np.flatnonzero(np.abs(row) > 1e-12)
+            if len(nz) == 1 and abs(row[nz[0]] - 1.0) < 1e-12:
+                lo[nz[0]], hi[nz[0]] = lower, upper
+    mid, half = (lo + hi) / 2, (hi - lo) / 2 * fraction
+    out = []
+    while len(out) < count:
+        q = rng.uniform(mid - half, mid + half)
+        if checker.first_position_violation(q[None]) is None:
+            out.append(q)
+    return np.array(out)
+
+
+def tip_pose(arm: SimulatedArm, q_dvrk: np.ndarray) -> np.ndarray:
+    return arm.model.forward_kinematics(arm.model.motor_from_dvrk(q_dvrk)[None])[0, -1]
+
+
+def drift_test(arm: SimulatedArm, law, poses: np.ndarray, hold_time: float = 2.0, state_rate: float = 1000.0,
+               settle: float = 1.0) -> DriftResult:
+    """Bring the arm to each pose (PID + the dVRK's own compensation), then hold it with ``law`` alone."""
+    dt = 1.0 / state_rate
+    steps_per_sample = max(1, round(dt / arm.dt))
+    position, rotation = [], []
+    for goal in poses:
+        arm.use_gravity_compensation(True)
+        duration = arm.move_jp(goal)
+        arm.advance(duration + settle)
+        arm.use_gravity_compensation(False)
+        start = tip_pose(arm, arm.q)
+        t = 0.0
+        while t < hold_time:
+            q, qd, _ = arm.measured()
+            arm.servo_jf(np.asarray(law.compute(q, qd, 1.0), dtype=float))
+            for _ in range(steps_per_sample):
+                arm.step()
+            t += steps_per_sample * arm.dt
+        end = tip_pose(arm, arm.q)
+        position.append(1e3 * np.linalg.norm(end[:3, 3] - start[:3, 3]))
+        cos = np.clip((np.trace(start[:3, :3].T @ end[:3, :3]) - 1) / 2, -1.0, 1.0)
+        rotation.append(np.degrees(np.arccos(cos)))
+        arm.hold()
+    return DriftResult(np.array(position), np.array(rotation), np.asarray(poses))

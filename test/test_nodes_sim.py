@@ -1,0 +1,228 @@
+"""The simulated_arm node across processes: state rate and joint names as on the dVRK, rejected
+commands (the arm holds its pose, the node lives on), move_jp with busy, /clock."""
+from __future__ import annotations
+
+import math
+import sys
+import time
+
+import numpy as np
+import pytest
+from helpers.processes import output_of, running
+from helpers.ros_probe import Probe
+
+MTM_NAMES = ["outer_yaw", "shoulder_pitch", "elbow_pitch", "wrist_platform", "wrist_pitch", "wrist_yaw", "wrist_roll"]
+PSM_NAMES = ["yaw", "pitch", "insertion", "roll", "wrist_pitch", "wrist_yaw"]
+
+
+def _sim(arm: str, *params: str) -> list[str]:
+    cmd = [sys.executable, "-m", "dvrk_ident_ros.nodes.simulated_arm", "--ros-args", "-p", f"arm:={arm}"]
+    for p in params:
+        cmd += ["-p", p]
+    return cmd
+
+
+def _stamp(msg) -> float:
+    return msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
+
+
+def _core_arm(arm: str):
+    """The simulator's core as the node builds it (its command checks, its limits)."""
+    from dvrk_ident_ros.nodes.common import arm_family
+    from dvrk_ident_ros.sim.arm import SimulatedArm
+    from dvrk_ident_ros.sim.config import load_sim_config
+
+    family = arm_family(arm)
+    return SimulatedArm(load_sim_config(family), arm if family == "mtm" else None, noise=False)
+
+
+def _rejection(call, values) -> str:
+    from dvrk_ident_ros.errors import SafetyError
+
+    try:
+        call(np.asarray(values, dtype=float))
+    except SafetyError as exc:
+        return str(exc)
+    raise AssertionError(f"the core accepts {values}")
+
+
+class _Arm:
+    """The test's side of one simulated arm: its state topics in, its command topics out."""
+
+    def __init__(self, rclpy_context, name: str, arm: str):
+        from sensor_msgs.msg import JointState
+        from std_msgs.msg import Bool
+
+        from dvrk_ident_ros.nodes.common import STATE_QOS
+
+        self.arm = arm
+        self.probe = Probe(rclpy_context, name)
+        self.measured = self.probe.collect(JointState, f"/{arm}/measured_js")
+        self.setpoint = self.probe.collect(JointState, f"/{arm}/setpoint_js")
+        self.busy = self.probe.collect(Bool, f"/{arm}/busy")
+        self.pub = {topic: self.probe.node.create_publisher(JointState, f"/{arm}/{topic}", STATE_QOS)
+                    for topic in ("servo_jp", "move_jp", "servo_jf")}
+
+    def wait_ready(self, proc, commands: bool = True) -> None:
+        subscribers = list(self.pub.values()) if commands else []
+        ok = self.probe.wait_for_graph(proc, publishers=[f"/{self.arm}/measured_js"], subscribers=subscribers,
+                                       timeout=30.0) and self.probe.spin_until(lambda: self.measured, 10.0, proc)
+        assert ok, f"the simulated {self.arm} did not come up:\n{output_of(proc)}"
+
+    def position(self) -> np.ndarray:
+        return np.array(self.measured[-1][1].position)
+
+    def send(self, topic: str, **fields) -> None:
+        from sensor_msgs.msg import JointState
+
+        msg = JointState(**{k: [float(x) for x in v] for k, v in fields.items()})
+        msg.header.stamp = self.probe.node.get_clock().now().to_msg()
+        self.pub[topic].publish(msg)
+
+    def close(self) -> None:
+        self.probe.close()
+
+
+@pytest.mark.ros
+def test_mtml_publishes_at_the_configured_rate_with_the_dvrk_names(ros_env, rclpy_context):
+    rate = 200.0
+    a = _Arm(rclpy_context, "sim_test_rate", "MTML")
+    with running(_sim("MTML", f"publish_rate:={rate}"), ros_env) as proc:
+        a.wait_ready(proc, commands=False)
+        a.probe.spin_for(0.3)  # past the start
+        begin = len(a.measured)
+        start = time.monotonic()
+        a.probe.spin_for(1.0)
+        window = [t for t, _ in a.measured[begin:] if start <= t < start + 1.0]
+        assert proc.poll() is None, output_of(proc)
+    a.close()
+    print(f"\nsimulated MTML: {len(window)} measured_js in 1 s (configured {rate:g} Hz)")
+    assert 0.8 * rate <= len(window) <= 1.2 * rate, f"{len(window)} messages in 1 s"
+    stamps = np.array([_stamp(m) for _, m in a.measured])
+    assert np.all(np.diff(stamps) > 0)
+    assert abs(np.median(np.diff(stamps)) - 1.0 / rate) < 0.2 / rate
+    for _, msg in a.measured[-10:]:
+        assert list(msg.name) == MTM_NAMES
+        assert len(msg.position) == len(msg.velocity) == len(msg.effort) == 7
+        assert all(math.isfinite(x) for x in [*msg.position, *msg.velocity, *msg.effort])
+    assert a.setpoint and list(a.setpoint[-1][1].name) == MTM_NAMES
+    assert a.busy and a.busy[-1][1].data is False
+
+
+@pytest.mark.ros
+def test_psm_publishes_six_joints_and_the_jaw(ros_env, rclpy_context):
+    from sensor_msgs.msg import JointState
+
+    a = _Arm(rclpy_context, "sim_test_psm", "PSM1")
+    jaw = a.probe.collect(JointState, "/PSM1/jaw/measured_js")
+    jaw_setpoint = a.probe.collect(JointState, "/PSM1/jaw/setpoint_js")
+    with running(_sim("PSM1"), ros_env) as proc:
+        a.wait_ready(proc, commands=False)
+        assert a.probe.spin_until(lambda: len(jaw) >= 10 and len(a.measured) >= 10 and jaw_setpoint, 10.0, proc)
+    a.close()
+    msg = a.measured[-1][1]
+    assert list(msg.name) == PSM_NAMES and len(msg.position) == len(msg.velocity) == len(msg.effort) == 6
+    assert list(a.setpoint[-1][1].name) == PSM_NAMES
+    jaw_msg = jaw[-1][1]
+    assert list(jaw_msg.name) == ["jaw"] and len(jaw_msg.position) == 1 and math.isfinite(jaw_msg.position[0])
+    home = _core_arm("PSM1").q  # config/sim/psm.yaml's home
+    assert np.max(np.abs(np.array(msg.position) - home[:6])) < 0.005 and abs(jaw_msg.position[0] - home[6]) < 0.05
+    assert {_stamp(m) for _, m in jaw[:-5]} <= {_stamp(m) for _, m in a.measured}  # same samples
+
+
+@pytest.mark.ros
+def test_bad_commands_are_rejected_and_the_arm_holds(ros_env, rclpy_context):
+    a = _Arm(rclpy_context, "sim_test_bad", "MTML")
+    nan_pose = [0.0] * 7
+    nan_pose[2] = math.nan
+    far = [3.0] + [0.0] * 6  # outer_yaw 3 rad: far beyond the MTML's limits
+    bad = [("servo_jp", {"position": [0.0] * 6}), ("servo_jp", {"position": nan_pose}),
+           ("servo_jp", {"position": far}), ("servo_jf", {"effort": [0.0, math.nan, 0.0, 0.0, 0.0, 0.0, 0.0]}),
+           ("move_jp", {"position": far})]
+    # what the node must log: the core's own words for each command (limits as the simulator has them)
+    core = _core_arm("MTML")
+    calls = {"servo_jp": core.servo_jp, "servo_jf": core.servo_jf, "move_jp": core.move_jp}
+    expected = [f"{topic}: rejected: {_rejection(calls[topic], next(iter(fields.values())))}"
+                for topic, fields in bad]
+    assert "6 values, expected 7" in expected[0] and "is nan" in expected[1] and "outside" in expected[2]
+    with running(_sim("MTML", "publish_rate:=200.0", "noise:=false"), ros_env) as proc:
+        a.wait_ready(proc)
+        a.probe.spin_for(0.3)
+        before, first = a.position(), len(a.measured)
+        for k, (topic, fields) in enumerate(bad):
+            if k:  # the node's warnings are throttled to one a second (one call site for every topic)
+                a.probe.spin_for(1.05)
+            a.send(topic, **fields)
+        a.probe.spin_for(0.5)
+        assert proc.poll() is None, output_of(proc)
+        after = a.position()
+        received = len(a.measured)
+        a.probe.spin_for(0.2)
+        assert len(a.measured) > received, "the node stopped publishing"
+        drift = np.max(np.abs(np.array([m.position for _, m in a.measured[first:]]) - before), axis=0)
+        setpoint = np.array(a.setpoint[-1][1].position)
+    out = output_of(proc)
+    a.close()
+    assert np.max(np.abs(after - before)) < 1e-3, (before, after)
+    assert np.all(drift < 1e-3), f"the arm moved while the bad commands arrived: {drift}"
+    assert np.max(np.abs(setpoint - before)) < 1e-3, "the position setpoint changed"
+    assert not any(m.data for _, m in a.busy), "a rejected move_jp made the arm busy"
+    for line in expected:
+        assert line in out, f"no log line {line!r}:\n{out}"
+
+
+@pytest.mark.ros
+def test_move_jp_reaches_the_goal_busy_while_moving(ros_env, rclpy_context):
+    goal = np.array([0.2, 0.2, -0.1, 0.3, 0.3, 0.2, 0.3])
+    _core_arm("MTML").move_jp(goal)  # inside the simulator's limits
+    a = _Arm(rclpy_context, "sim_test_move", "MTML")
+    with running(_sim("MTML", "publish_rate:=200.0"), ros_env) as proc:
+        a.wait_ready(proc)
+        a.probe.spin_for(0.2)
+        start = a.position()
+        sent_at = time.monotonic()
+        a.send("move_jp", position=goal)
+        assert a.probe.spin_until(lambda: any(m.data for t, m in a.busy if t > sent_at), 5.0, proc), \
+            f"busy never true:\n{output_of(proc)}"
+        became_busy = next(t for t, m in a.busy if t > sent_at and m.data)
+        assert a.probe.spin_until(lambda: any(not m.data for t, m in a.busy if t > became_busy), 10.0, proc), \
+            "busy never false again"
+        became_idle = next(t for t, m in a.busy if t > became_busy and not m.data)
+        moving = [np.array(m.position) for t, m in a.measured if became_busy < t < became_idle]
+
+        def reached() -> bool:
+            return np.max(np.abs(a.position() - goal)) < 0.01
+
+        assert a.probe.spin_until(reached, 5.0, proc), f"not at the goal: {a.position() - goal}"
+        settled = time.monotonic()
+    a.close()
+    print(f"\nmove_jp: busy {became_idle - became_busy:.2f} s, within 0.01 rad {settled - sent_at:.2f} s after sending")
+    assert np.max(np.abs(start)) < 0.01  # from home
+    assert len(moving) > 10
+    midway = moving[len(moving) // 2]
+    assert 0.1 < np.max(np.abs(midway - start)) / np.max(np.abs(goal - start)) < 0.9, "no motion while busy"
+    assert 0.3 < became_idle - became_busy < 3.0  # a quintic of about 0.6 s at the configured speeds
+
+
+@pytest.mark.ros
+def test_publish_clock_drives_the_stamps(ros_env, rclpy_context):
+    from rosgraph_msgs.msg import Clock
+
+    rate = 100.0
+    a = _Arm(rclpy_context, "sim_test_clock", "MTML")
+    clock = a.probe.collect(Clock, "/clock")
+    with running(_sim("MTML", "publish_clock:=true", f"publish_rate:={rate}"), ros_env) as proc:
+        a.wait_ready(proc, commands=False)
+        a.probe.spin_for(1.0)
+        assert proc.poll() is None, output_of(proc)
+    a.close()
+    ticks = np.array([m.clock.sec + 1e-9 * m.clock.nanosec for _, m in clock])
+    assert len(ticks) > 50, f"{len(ticks)} /clock messages"
+    assert np.all(np.diff(ticks) > 0), "/clock does not advance"
+    assert np.allclose(np.diff(ticks), 1.0 / rate, atol=1e-6)  # one tick per published state
+    assert ticks[0] >= 1.0 and ticks[-1] - ticks[0] > 0.5  # starts at the simulator's epoch, about real time
+    stamps = np.array([_stamp(m) for _, m in a.measured])
+    assert np.all(np.diff(stamps) > 0)
+    assert ticks[0] < 1e6 and stamps[-1] < 1e6, "stamps from the wall clock, not from /clock"
+    in_clock = np.isin(np.round(stamps * 1e9), np.round(ticks * 1e9))
+    assert in_clock[:-5].all(), "measured_js stamps that /clock never announced"

@@ -1,0 +1,112 @@
+"""The demo's pipeline, shortened, through the nodes (as `make demo` runs it, in CI).
+
+1. simulated PSM1 (/clock) + trajectory_player + recorder -> bag -> /identify (sdp);
+2. simulated MTML + a small pose grid + recorder -> a bag the gc loader reads pose by pose;
+3. gravity_compensation with the simulator's own parameters (an identified-model file: gravity, springs,
+   cable) holds the simulated MTML.
+"""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytestmark = [pytest.mark.ros, pytest.mark.slow]
+
+
+@pytest.fixture
+def nodes_env(ros_env):
+    from dvrk_ident_ros.launcher import ros_environment
+
+    env = ros_environment(int(ros_env["ROS_DOMAIN_ID"]))
+    return env
+
+
+def _collect(arm, trajectory, bag, logs, env, player):
+    from dvrk_ident_ros.launcher import NodeProcess
+
+    with NodeProcess("simulated_arm", {"arm": arm, "publish_clock": True, "real_time_factor": 1.0,
+                                       "publish_rate": 100.0}, log_dir=logs, env=env, name="sim"), \
+            NodeProcess("recorder", {"arm": arm, "bag_path": str(bag), "use_sim_time": True}, log_dir=logs, env=env):
+        play = NodeProcess("trajectory_player", {"arm": arm, "trajectory_file": str(trajectory), "autostart": True,
+                                                 "use_sim_time": True, **player}, log_dir=logs, env=env)
+        code = play.wait(120)
+        play.stop()
+    assert code == 0, play.tail(10)
+
+
+def test_psm_collect_and_identify(nodes_env, tmp_path: Path):
+    from dvrk_ident_ros.data.loaders import load_dataset
+    from dvrk_ident_ros.launcher import NodeProcess
+    from dvrk_ident_ros.model.arm_model import load_model
+    from dvrk_ident_ros.model.description import config_directory
+    from dvrk_ident_ros.nodes.clients import ArmClient
+
+    bag = tmp_path / "psm_bag"
+    _collect("PSM1", config_directory() / "trajectories" / "psm_fourier.yaml", bag, tmp_path / "logs", nodes_env,
+             {"periods": 1, "stream_rate": 200.0})
+    model = load_model("psm")
+    data = load_dataset(bag, "bag", joints=7, dvrk_from_motor=model.A)
+    assert data.t[-1] - data.t[0] > 5.0  # ramp + one 5.6 s period at 100 Hz
+    with NodeProcess("identification_service", {"output_directory": str(tmp_path)}, log_dir=tmp_path / "logs",
+                     env=nodes_env), ArmClient("PSM1", "test_identify") as client:
+        r = client.identify(arm="psm", method="sdp", data_files=[str(bag)], data_format="bag",
+                            output_directory=str(tmp_path))
+    assert r.success, r.message
+    assert r.solver_status == "optimal"
+    assert Path(r.result_file).is_file() and Path(r.report_file).is_file()
+    # the simulator's torques are the model's: the fit must be good on the strongly driven joints
+    assert max(r.relative_error[:3]) < 0.3, r.relative_error
+
+
+def test_mtm_pose_grid_recording(nodes_env, tmp_path: Path):
+    from dvrk_ident_ros.excitation.files import save_grid
+    from dvrk_ident_ros.gc.bags import load_pose_bag
+
+    poses = [[0.0, 0.0, 0.0, 0.0, 1.0, 0.0, q6] for q6 in (-0.2, 0.0, 0.2)]
+    grid = save_grid(tmp_path / "grid.yaml", {
+        "arm": "MTML", "coordinates": "dvrk", "units": "rad", "settle_time": 0.3, "samples_per_pose": 5,
+        "sweeps": [{"estimated_joint": 6, "auxiliary_joint": 5, "auxiliary_value": 1.0, "direction": "positive",
+                    "poses": poses},
+                   {"estimated_joint": 6, "auxiliary_joint": 5, "auxiliary_value": 1.0, "direction": "negative",
+                    "poses": poses[::-1]}]})
+    bag = tmp_path / "grid_bag"
+    _collect("MTML", grid, bag, tmp_path / "logs", nodes_env, {})
+    data = load_pose_bag(bag)
+    assert len(data.q) == 6
+    assert np.allclose(np.sort(data.q[:, 5]), np.sort([p[6] for p in poses] * 2), atol=0.02)
+    assert set(data.direction.tolist()) == {1, -1}
+
+
+def test_gravity_compensation_holds_the_simulated_mtm(nodes_env, tmp_path: Path):
+    from dvrk_ident_ros.launcher import NodeProcess, wait_for
+    from dvrk_ident_ros.nodes.clients import ArmClient
+    from dvrk_ident_ros.sim.arm import SimulatedArm
+    from dvrk_ident_ros.sim.config import load_sim_config
+    from dvrk_ident_ros.sim.experiments import tip_pose
+
+    config = load_sim_config("mtm")
+    gc_file = config.parameter_file  # the simulator's own parameters: an identified-model file
+    reference = SimulatedArm(config, "MTML")
+    goal = np.array([0.2, 0.3, 0.1, 0.0, 1.0, 0.1, 0.0])
+    logs = tmp_path / "logs"
+    with NodeProcess("simulated_arm", {"arm": "MTML", "publish_rate": 500.0}, log_dir=logs, env=nodes_env,
+                     name="sim"), ArmClient("MTML", "test_hold") as client:
+        client.position(30.0)
+        client.move_jp(goal)
+        wait_for(lambda: np.max(np.abs(client.position() - goal)) < 0.01, 30.0, "the pose")
+        time.sleep(0.5)
+        client.recording = True
+        with NodeProcess("gravity_compensation", {"arm": "MTML", "parameter_file": str(gc_file),
+                                                  "ramp_in_time": 0.0}, log_dir=logs, env=nodes_env) as gc:
+            wait_for(lambda: client.first_effort_command is not None, 30.0, "servo_jf")
+            t0 = client.first_effort_command
+            time.sleep(2.2)
+            assert gc.running, gc.tail(10)
+        client.recording = False
+        start, end = tip_pose(reference, client.position_at(t0)), tip_pose(reference, client.position_at(t0 + 2.0))
+    drift_mm = 1e3 * np.linalg.norm(end[:3, 3] - start[:3, 3])
+    print(f"tip drift over 2 s under the node's compensation: {drift_mm:.2f} mm")
+    assert drift_mm < 10.0
