@@ -100,8 +100,9 @@ def _psm_stage(out: Path, logs: Path, env: dict, rtf: float, periods: int) -> Pa
 
     bag = _fresh(out / "psm_bag")
     trajectory = config_directory() / "trajectories" / "psm_fourier.yaml"
-    seconds = _collect(PSM, trajectory, bag, logs, env, {"periods": periods, "stream_rate": 200.0}, rtf, 600.0,
-                       rate=200.0)
+    # streamed servo_jp in simulation depends on the machine keeping up: a looser tracking limit than on the robot
+    seconds = _collect(PSM, trajectory, bag, logs, env, {"periods": periods, "stream_rate": 200.0,
+                                                         "tracking_error_limit": 0.3}, rtf, 600.0, rate=200.0)
     model = load_model("psm")
     data = load_dataset(bag, "bag", joints=model.dof, dvrk_from_motor=model.A)
     print(f"[{PSM}] simulated arm + trajectory player + recorder: {data.t[-1] - data.t[0]:.1f} s of "

@@ -8,9 +8,13 @@ from __future__ import annotations
 import math
 import re
 import signal
+import threading
+import time
 from collections.abc import Callable, Sequence
 
 import rclpy
+from rcl_interfaces.msg import ParameterDescriptor
+from rclpy.exceptions import ParameterException
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
@@ -62,27 +66,68 @@ def fill_joint_state(msg, stamp, names: Sequence[str], position=None, velocity=N
     return msg
 
 
-def guarded(node: Node, what: str, callback: Callable) -> Callable:
-    """Wrap a callback: a DvrkIdentError (bad input) is logged (throttled) and swallowed; the node lives."""
+def guarded(node: Node, what: str, callback: Callable, every: float = 1.0) -> Callable:
+    """Wrap a callback: a DvrkIdentError (bad input) is logged and swallowed; the node lives.
+
+    Logs are throttled per ``what`` (at most one line per ``every`` s for this callback), so a
+    rejected command on one topic never hides one on another.
+    """
+    last = [-float("inf")]
+    suppressed = [0]
+
     def wrapper(*args):
         try:
             return callback(*args)
         except DvrkIdentError as exc:
-            node.get_logger().warning(f"{what}: rejected: {exc}", throttle_duration_sec=1.0)
+            now = time.monotonic()
+            if now - last[0] >= every:
+                more = f" (+{suppressed[0]} more since the last report)" if suppressed[0] else ""
+                node.get_logger().warning(f"{what}: rejected: {exc}{more}")
+                last[0], suppressed[0] = now, 0
+            else:
+                suppressed[0] += 1
         return None
 
     return wrapper
 
 
-def _interrupt(signum, frame):
-    raise KeyboardInterrupt
+def declare(node: Node, name: str, default, kind: type | None = None):
+    """Declare a parameter; ``-p x:=1`` for a float parameter is accepted as 1.0, and a value of the
+    wrong type is a DvrkIdentError (one line, exit status 2), not a traceback."""
+    kind = kind or type(default)
+    try:
+        value = node.declare_parameter(name, default, ParameterDescriptor(dynamic_typing=True)).value
+    except ParameterException as exc:
+        raise DvrkIdentError(f"parameter {name}: {exc}") from exc
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        value = float(value)
+    if kind is list:
+        value = [] if value is None or len(value) == 0 else list(value)
+        return value
+    if not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)):
+        raise DvrkIdentError(f"parameter {name}: {value!r} is not a {kind.__name__}")
+    return value
+
+
+_shutdown = threading.Event()
+
+
+def shutdown_requested() -> bool:
+    """True once SIGINT/SIGTERM arrived: loops finish their current step and return."""
+    return _shutdown.is_set()
+
+
+def _request_shutdown(signum, frame) -> None:
+    _shutdown.set()
 
 
 def run(node_factory: Callable[[], Node], args: list[str] | None = None, executor: str = "single") -> int:
-    """Create the node, spin it on a single-threaded executor until SIGINT/SIGTERM, then ``node.close()``.
+    """Create the node, spin it until SIGINT/SIGTERM, then ``node.close()``.
 
-    rclpy's own signal handler is off so that ``close`` can still publish (the
-    gravity-compensation node hands the arm back to the dVRK's compensation).
+    Signals only set a flag (:func:`shutdown_requested`) that the loops poll:
+    no callback, bag write or message conversion is ever cut in the middle,
+    and ``close`` can still publish (the gravity-compensation node hands the
+    arm back to the dVRK's compensation), since rclpy's own handler is off.
     ``executor``: "single" (SingleThreadedExecutor), "events" (rclpy's
     EventsExecutor: lowest latency, used by the gravity compensation; always
     spun with a timeout) or "multi" (two threads, for a service whose job
@@ -90,8 +135,8 @@ def run(node_factory: Callable[[], Node], args: list[str] | None = None, executo
     multi-threaded executor loses messages at 1 kHz in this rclpy version.
     """
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
-    signal.signal(signal.SIGINT, _interrupt)
-    signal.signal(signal.SIGTERM, _interrupt)
+    signal.signal(signal.SIGINT, _request_shutdown)
+    signal.signal(signal.SIGTERM, _request_shutdown)
     node = None
     status = 0
     try:
@@ -108,18 +153,20 @@ def run(node_factory: Callable[[], Node], args: list[str] | None = None, executo
             spinner = SingleThreadedExecutor()
         spinner.add_node(node)
         spin = getattr(node, "spin", None)
-        if spin is not None:  # nodes with a loop of their own (the simulated arm under /clock)
+        if spin is not None:  # nodes with a loop of their own (the simulated arm under /clock, the player)
             spin(spinner)
         else:
-            while rclpy.ok():
+            while rclpy.ok() and not shutdown_requested():
                 spinner.spin_once(timeout_sec=0.1)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     except DvrkIdentError as exc:  # a configuration the node cannot start with
         print(f"error: {exc}", flush=True)
         status = 2
+    except ParameterException as exc:
+        print(f"error: parameter: {exc}", flush=True)
+        status = 2
     finally:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the hand-over short
         if node is not None:
             close = getattr(node, "close", None)
             if close is not None:

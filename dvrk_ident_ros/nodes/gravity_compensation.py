@@ -32,7 +32,7 @@ from dvrk_ident_ros.gc.supervisor import (
     CompensationSupervisor,
     SupervisorSettings,
 )
-from dvrk_ident_ros.nodes.common import STATE_QOS, arm_family, check_arm_name, run
+from dvrk_ident_ros.nodes.common import STATE_QOS, arm_family, check_arm_name, declare, run
 
 DEFAULT_TORQUE_LIMIT = {  # N m (N): for an identified model (a gc JSON carries its own limits)
     "mtm": [1.5, 1.5, 1.5, 0.6, 0.3, 0.3, 0.1],
@@ -64,16 +64,16 @@ def load_compensation(path: str, arm: str):
 class GravityCompensationNode(Node):
     def __init__(self) -> None:
         super().__init__("gravity_compensation")
-        self.arm = check_arm_name(self.declare_parameter("arm", "MTML").value)
-        self.parameter_file = str(self.declare_parameter("parameter_file", "").value)
+        self.arm = check_arm_name(declare(self, "arm", "MTML"))
+        self.parameter_file = str(declare(self, "parameter_file", ""))
         settings = SupervisorSettings(
-            ramp_in_time=float(self.declare_parameter("ramp_in_time", 1.0).value),
-            fade_out_time=float(self.declare_parameter("fade_out_time", 0.5).value),
-            stale_periods=float(self.declare_parameter("stale_periods", 3.0).value))
-        limit_scale = float(self.declare_parameter("torque_limit_scale", 1.0).value)
-        self.disable_builtin = bool(self.declare_parameter("disable_builtin", True).value)
-        self.publish_diagnostics = bool(self.declare_parameter("publish_diagnostics", True).value)
-        watchdog_period = float(self.declare_parameter("watchdog_period", 0.001).value)
+            ramp_in_time=float(declare(self, "ramp_in_time", 1.0)),
+            fade_out_time=float(declare(self, "fade_out_time", 0.5)),
+            stale_periods=float(declare(self, "stale_periods", 3.0)))
+        limit_scale = float(declare(self, "torque_limit_scale", 1.0))
+        self.disable_builtin = bool(declare(self, "disable_builtin", True))
+        self.publish_diagnostics = bool(declare(self, "publish_diagnostics", True))
+        watchdog_period = float(declare(self, "watchdog_period", 0.001))
         if not 0.0 < limit_scale <= 1.0:
             raise DvrkIdentError(f"torque_limit_scale {limit_scale}: expected (0, 1]")
         self.law, self.model_kind = load_compensation(self.parameter_file, self.arm)
@@ -130,6 +130,9 @@ class GravityCompensationNode(Node):
                 if not math.isfinite(v):
                     return self._reject(f"velocity[{i}] is {v}")
                 qd[i] = v
+        else:  # no velocity in the message: the blend sees the arm at rest
+            for i in range(n):
+                qd[i] = 0.0
         stamp = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec or arrival
         with self._lock:
             was = self.supervisor.state
@@ -183,8 +186,11 @@ class GravityCompensationNode(Node):
         if sup.state == FADING_OUT:
             scale = sup.fade_step(dt)
             self._command.header.stamp = self.get_clock().now().to_msg()
+            start = time.perf_counter()
             self._command.effort = self.law.compute(self._q, self._zeros, scale)[:self.joints]
             self._servo_jf.publish(self._command)
+            if self.publish_diagnostics:  # FADING_OUT, or STOPPED with the last (zero) command
+                self._publish_diagnostics(self._command.header.stamp, start)
             if sup.state == STOPPED:
                 self._hand_over(builtin=True)
                 self.get_logger().info("compensation stopped; the dVRK's own compensation is back on")

@@ -21,7 +21,7 @@ from rclpy.node import Node
 from dvrk_ident.msg import StageTiming
 from dvrk_ident.srv import Identify
 from dvrk_ident_ros.errors import DvrkIdentError
-from dvrk_ident_ros.nodes.common import run
+from dvrk_ident_ros.nodes.common import declare, run
 
 METHODS = ("sdp", "wls", "ols", "mlse")
 
@@ -29,8 +29,8 @@ METHODS = ("sdp", "wls", "ols", "mlse")
 class IdentificationServiceNode(Node):
     def __init__(self) -> None:
         super().__init__("identification_service")
-        self.output_directory = Path(self.declare_parameter("output_directory", "identification").value)
-        self.allow_queue = bool(self.declare_parameter("allow_queue", False).value)
+        self.output_directory = Path(declare(self, "output_directory", "identification"))
+        self.allow_queue = bool(declare(self, "allow_queue", False))
         self._job = threading.Lock()
         self._current = ""
         self.create_service(Identify, "/identify", self._serve, callback_group=ReentrantCallbackGroup())

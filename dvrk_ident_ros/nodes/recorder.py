@@ -12,9 +12,7 @@ median period), ``extra_topics`` (more JointState topics). A bag that exists is 
 """
 from __future__ import annotations
 
-import signal
 import sys
-import threading
 import time
 from datetime import datetime
 from pathlib import Path
@@ -56,8 +54,6 @@ class Recorder(Node):
 
     def __init__(self) -> None:
         super().__init__("recorder")
-        self._writing = False  # signal hand-off: a message being written is finished first
-        self._stop = False
         self._closing = False
         self._bag: BagWriter | None = None
         arm = check_arm_name(self._parameter("arm", "PSM1", str))
@@ -82,9 +78,6 @@ class Recorder(Node):
                               custom_data={"dvrk_ident.arm": arm})
         self._status = self.create_publisher(RecorderStatus, STATUS_TOPIC, 10)
         self._timer = self.create_timer(1.0, guarded(self, "status", self._publish_status))
-        if threading.current_thread() is threading.main_thread():
-            signal.signal(signal.SIGINT, self._on_signal)
-            signal.signal(signal.SIGTERM, self._on_signal)
         self.get_logger().info(f"recording {len(topics)} topics to {self._bag.path}: {', '.join(topics)}")
 
     def _parameter(self, name: str, default, kind: type):
@@ -114,20 +107,7 @@ class Recorder(Node):
 
     def _write(self, topic: str, data: bytes) -> None:
         stamp = self._clock.now().nanoseconds or time.time_ns()
-        self._writing = True
-        try:
-            self._bag.write(topic, data, stamp)
-        finally:
-            self._writing = False
-        if self._stop:
-            raise KeyboardInterrupt
-
-    def _on_signal(self, signum, frame) -> None:
-        """SIGINT/SIGTERM: stop spinning, but never in the middle of writing a message."""
-        if self._writing:
-            self._stop = True
-        elif not self._closing:
-            raise KeyboardInterrupt
+        self._bag.write(topic, data, stamp)  # signals only set a flag (common.run): never cut mid-write
 
     def _status_message(self, recording: bool) -> RecorderStatus:
         counts = self._bag.counts

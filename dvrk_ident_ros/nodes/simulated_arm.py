@@ -26,7 +26,16 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool, Empty
 
 from dvrk_ident_ros.errors import DvrkIdentError
-from dvrk_ident_ros.nodes.common import STATE_QOS, arm_family, check_arm_name, fill_joint_state, guarded, run
+from dvrk_ident_ros.nodes.common import (
+    STATE_QOS,
+    arm_family,
+    check_arm_name,
+    declare,
+    fill_joint_state,
+    guarded,
+    run,
+    shutdown_requested,
+)
 from dvrk_ident_ros.sim.arm import SimulatedArm
 from dvrk_ident_ros.sim.config import load_sim_config
 
@@ -41,16 +50,16 @@ def _time_msg(seconds: float) -> Time:
 class SimulatedArmNode(Node):
     def __init__(self) -> None:
         super().__init__("simulated_arm")
-        self.arm = check_arm_name(self.declare_parameter("arm", "PSM1").value)
-        self.publish_rate = float(self.declare_parameter("publish_rate", 100.0).value)
-        physics_rate = float(self.declare_parameter("physics_rate", 1500.0).value)
-        self.publish_clock = bool(self.declare_parameter("publish_clock", False).value)
-        self.real_time_factor = float(self.declare_parameter("real_time_factor", 1.0).value)
-        true_parameters = str(self.declare_parameter("true_parameters", "").value)
-        config_file = str(self.declare_parameter("config_file", "").value)
-        noise = bool(self.declare_parameter("noise", True).value)
-        seed = int(self.declare_parameter("seed", 0).value)
-        initial = list(self.declare_parameter("initial_position", [0.0]).value)
+        self.arm = check_arm_name(declare(self, "arm", "PSM1"))
+        self.publish_rate = float(declare(self, "publish_rate", 100.0))
+        physics_rate = float(declare(self, "physics_rate", 1500.0))
+        self.publish_clock = bool(declare(self, "publish_clock", False))
+        self.real_time_factor = float(declare(self, "real_time_factor", 1.0))
+        true_parameters = str(declare(self, "true_parameters", ""))
+        config_file = str(declare(self, "config_file", ""))
+        noise = bool(declare(self, "noise", True))
+        seed = int(declare(self, "seed", 0))
+        initial = list(declare(self, "initial_position", [0.0]))
         if not 1.0 <= self.publish_rate <= 1000.0:
             raise DvrkIdentError(f"publish_rate {self.publish_rate} Hz: expected 1..1000 Hz")
         if physics_rate < self.publish_rate:
@@ -188,13 +197,13 @@ class SimulatedArmNode(Node):
         a command arrives; the two share the core through ``self._lock``.
         """
         if not self.publish_clock:
-            while rclpy.ok():
+            while rclpy.ok() and not shutdown_requested():
                 executor.spin_once(timeout_sec=0.1)
             return
         stop = threading.Event()
 
         def serve() -> None:
-            while rclpy.ok() and not stop.is_set():
+            while rclpy.ok() and not stop.is_set() and not shutdown_requested():
                 executor.spin_once(timeout_sec=0.05)
 
         sys.setswitchinterval(0.0005)  # the command thread gets the GIL within 0.5 ms, not 5 ms
@@ -205,7 +214,7 @@ class SimulatedArmNode(Node):
         wall_start = time.monotonic()
         clock = Clock()
         try:
-            while rclpy.ok() and server.is_alive():
+            while rclpy.ok() and server.is_alive() and not shutdown_requested():
                 with self._lock:
                     self._advance(period)
                 sim_time += period

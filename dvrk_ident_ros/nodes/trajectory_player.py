@@ -32,10 +32,19 @@ from dvrk_ident_ros.excitation import playback
 from dvrk_ident_ros.excitation.files import GRID_FORMAT, load_grid, load_trajectory
 from dvrk_ident_ros.files import read_document
 from dvrk_ident_ros.model.arm_model import load_model
-from dvrk_ident_ros.nodes.common import STATE_QOS, arm_family, check_arm_name, fill_joint_state, run
+from dvrk_ident_ros.nodes.common import (
+    STATE_QOS,
+    arm_family,
+    check_arm_name,
+    declare,
+    fill_joint_state,
+    run,
+    shutdown_requested,
+)
 from dvrk_ident_ros.safety import CommandChecker
 
 Result = PlayTrajectory.Result
+TRACKING_CHECK_EVERY = 4  # ticks: the tracking error is checked at a quarter of the stream rate
 
 
 @dataclass
@@ -57,18 +66,18 @@ class Session:
 class TrajectoryPlayerNode(Node):
     def __init__(self) -> None:
         super().__init__("trajectory_player")
-        self.arm = check_arm_name(self.declare_parameter("arm", "PSM1").value)
-        self.trajectory_file = str(self.declare_parameter("trajectory_file", "").value)
-        self.autostart = bool(self.declare_parameter("autostart", False).value)
-        self.stream_rate = float(self.declare_parameter("stream_rate", 500.0).value)
-        self.ramp_speed = float(self.declare_parameter("ramp_in_speed", 0.2).value)
-        self.tracking_limit = float(self.declare_parameter("tracking_error_limit", 0.15).value)
-        self.stale_timeout = float(self.declare_parameter("stale_timeout", 0.1).value)
-        self.speed_scale = float(self.declare_parameter("speed_scale", 1.0).value)
-        self.periods = int(self.declare_parameter("periods", 0).value)
-        self.pose_stride = int(self.declare_parameter("pose_stride", 1).value)
-        self.sweep_stride = int(self.declare_parameter("sweep_stride", 1).value)
-        self.pose_tolerance = float(self.declare_parameter("pose_tolerance", 0.02).value)
+        self.arm = check_arm_name(declare(self, "arm", "PSM1"))
+        self.trajectory_file = str(declare(self, "trajectory_file", ""))
+        self.autostart = bool(declare(self, "autostart", False))
+        self.stream_rate = float(declare(self, "stream_rate", 500.0))
+        self.ramp_speed = float(declare(self, "ramp_in_speed", 0.2))
+        self.tracking_limit = float(declare(self, "tracking_error_limit", 0.15))
+        self.stale_timeout = float(declare(self, "stale_timeout", 0.1))
+        self.speed_scale = float(declare(self, "speed_scale", 1.0))
+        self.periods = int(declare(self, "periods", 0))
+        self.pose_stride = int(declare(self, "pose_stride", 1))
+        self.sweep_stride = int(declare(self, "sweep_stride", 1))
+        self.pose_tolerance = float(declare(self, "pose_tolerance", 0.02))
         if not 1.0 <= self.stream_rate <= 2000.0:
             raise DvrkIdentError(f"stream_rate {self.stream_rate} Hz: expected 1..2000 Hz")
         self.family = arm_family(self.arm)
@@ -221,9 +230,10 @@ class TrajectoryPlayerNode(Node):
                                     f"(now {now:.3f}, last state {self._state_time:.3f})")
             if s.kind == "fourier":
                 sp = s.plan.step(now)
-                # compare with the setpoint of the instant the state was measured, not of now
-                measured_at = min(self._state_stamp, now) if self._state_stamp >= s.start else now
-                s.monitor.check(s.plan.step(measured_at).position, self.q)
+                if s.ticks % TRACKING_CHECK_EVERY == 0:
+                    # the setpoint of the instant the state was measured, not of now
+                    measured_at = min(self._state_stamp, now) if self._state_stamp >= s.start else now
+                    s.monitor.check(s.plan.step(measured_at).position, self.q)
                 self._send_position(sp.position, sp.velocity, move=False)
                 s.commands_sent += 1
             else:
@@ -275,7 +285,7 @@ class TrajectoryPlayerNode(Node):
         return result
 
     def spin(self, executor) -> None:
-        while rclpy.ok() and self.exit_code is None:
+        while rclpy.ok() and self.exit_code is None and not shutdown_requested():
             executor.spin_once(timeout_sec=0.1)
         if self.session is not None:
             self._finish(Result.OUTCOME_CANCELED, "shutdown")
