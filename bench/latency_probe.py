@@ -27,6 +27,8 @@ class LatencyResult:
 
 def probe(arm: str, duration: float, rate: float = 1000.0, joints: int = 7, settle: float = 1.0,
           pose: list[float] | None = None) -> LatencyResult:
+    import gc
+
     import rclpy
     from builtin_interfaces.msg import Time
     from rclpy.experimental import EventsExecutor
@@ -34,6 +36,8 @@ def probe(arm: str, duration: float, rate: float = 1000.0, joints: int = 7, sett
 
     from dvrk_ident_ros.nodes.common import STATE_QOS
 
+    gc.collect()
+    gc.disable()  # the probe's own collector pauses must not count as the node's latency
     context = rclpy.Context()
     rclpy.init(context=context)
     node = rclpy.create_node("latency_probe", context=context)
@@ -88,5 +92,6 @@ def probe(arm: str, duration: float, rate: float = 1000.0, joints: int = 7, sett
     executor.shutdown(timeout_sec=1.0)
     node.destroy_node()
     context.try_shutdown()
+    gc.enable()
     lat = np.array([(received[s] - s) * 1e-9 for s in sent if s in received])
     return LatencyResult(len(sent), int(lat.size), lat)

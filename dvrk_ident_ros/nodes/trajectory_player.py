@@ -60,6 +60,7 @@ class Session:
     commands_sent: int = 0
     last_setpoint: np.ndarray | None = None
     ticks: int = 0
+    last_phase: int = -1
     skipped: list[str] = field(default_factory=list)
 
 
@@ -247,7 +248,9 @@ class TrajectoryPlayerNode(Node):
             return self._finish(outcome, f"aborted: {exc}")
         if sp.phase == playback.DONE:
             return self._finish(Result.OUTCOME_SUCCEEDED, "done")
-        if s.ticks % max(1, round(self.stream_rate / 50)) == 0 or sp.move_goal is not None:
+        # every phase change (the recorder's sampling windows start there), and at about 50 Hz
+        if sp.phase != s.last_phase or s.ticks % max(1, round(self.stream_rate / 50)) == 0:
+            s.last_phase = sp.phase
             self._publish_status(s, sp.phase, sp.progress, sp)
 
     def _publish_status(self, s: Session, phase: int, progress: float, sp=None) -> None:
