@@ -5,7 +5,9 @@ of trajectory one (../shared/data/wpi-identification/<arm>/one_results.csv),
 then an inertia floor for the simulation: every inertial link gets
 ``ISOTROPIC_FLOOR`` kg m^2 added to its rotational inertia (isotropic, so the
 pseudo-inertia stays positive semidefinite) and every motor inertia is at
-least ``MOTOR_FLOOR``. The real recording cannot see the wrist's tiny inertias
+least ``MOTOR_FLOOR``; friction offsets are clipped to |Fo| <= Fc (the
+simulator applies Fo only while sliding, and a larger one would drive the
+joint instead of resisting it). The real recording cannot see the wrist's tiny inertias
 (the SDP leaves some at zero, which makes M(q) singular); the floor keeps the
 1.5 kHz integration stable and changes the torques by less than the noise.
 
@@ -42,6 +44,9 @@ def main(argv: list[str]) -> int:
                 delta[start + k] += ISOTROPIC_FLOOR[arm]
         for i in layout.of_kind("Im"):
             delta[i] = max(delta[i], MOTOR_FLOOR)
+        for i in layout.of_kind("Fo"):  # the simulator's friction offset acts while sliding, |Fo| <= Fc
+            fc = delta[layout.index("Fc" + layout.names[i][2:])]
+            delta[i] = float(np.clip(delta[i], -fc, fc))
         result.standard = dict(zip(model.parameter_names, delta.tolist(), strict=True))
         result.base_values = model.base.from_standard(delta).tolist()
         result.method = "sdp (+ simulation inertia floor, tools/make_sim_parameters.py)"
