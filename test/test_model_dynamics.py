@@ -123,3 +123,28 @@ def test_joint_space_conversions_preserve_power(model):
     taud = model.dvrk_torque_from_motor(taum)
     assert np.allclose(np.sum(taum * qdm, axis=1), np.sum(taud * qdd, axis=1))
     assert np.allclose(model.motor_torque_from_dvrk(taud), taum)
+
+
+def test_base_parameters_on_other_equivalent_columns_are_rebased_exactly(model):
+    """A parameter file whose base parameters sit on other columns of the same groups (pivoted QR
+    breaking a rounding tie the other way) maps onto the installed model's exactly."""
+    from dvrk_ident_ros.errors import DataError
+    from dvrk_ident_ros.model.arm_model import _random_states
+    from dvrk_ident_ros.model.base_parameters import compute_base_parameters
+
+    P = len(model.parameter_names)
+    q, qd, qdd = _random_states(model.dof, 60, 7)
+    W = model.regressor(q, qd, qdd).reshape(-1, P)
+    reverse = np.arange(P)[::-1]  # the columns in the opposite order: pivoting keeps others of each group
+    alt = compute_base_parameters(W[:, reverse])
+    alt_indices = reverse[alt.independent]
+    assert set(alt_indices.tolist()) != set(model.base.independent.tolist())
+    delta = np.random.default_rng(3).normal(0, 1, P)
+    alt_values = alt.from_standard(delta[reverse])
+    ours = model.rebase(alt_indices, alt_values)
+    expected = model.base.from_standard(delta)
+    assert np.allclose(ours, expected, rtol=1e-8, atol=1e-10 * np.abs(expected).max())
+    with pytest.raises(DataError, match="not base parameters"):
+        model.rebase(np.append(alt_indices[1:], P), alt_values)  # a column the model does not have
+    with pytest.raises(DataError, match="not base parameters"):
+        model.rebase(alt_indices, alt_values[1:])

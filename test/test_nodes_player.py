@@ -276,3 +276,22 @@ def test_identify_reports_a_missing_data_file(ros_env, rclpy_context, tmp_path):
     assert response.result_file == "" and response.solver_status == "not_run"
     assert not out_dir.exists(), "a failed request wrote results"
     assert "/identify failed" in out, out
+
+
+@pytest.mark.ros
+def test_autostart_waits_for_the_recorder_and_refuses_without_one(ros_env, rclpy_context, tmp_path):
+    """collect.launch.py's player: nothing is played before a recorder writes the state; none within
+    recorder_timeout is a clear error (exit status 2) and not one command."""
+    path = _trajectory(tmp_path / "short.yaml")
+    bench = _Bench(rclpy_context, "player_test_autostart")
+    player_cmd = _player("autostart:=true", f"trajectory_file:={path}", "recorder_timeout:=3.0")
+    with running(_sim(), ros_env) as sim, running(player_cmd, ros_env) as player:
+        assert bench.probe.spin_until(lambda: player.poll() is not None, 40.0), "the player did not give up"
+        code = player.wait()
+        assert sim.poll() is None
+    out = output_of(player)
+    commands = bench.commands()
+    bench.close()
+    assert code == 2, out
+    assert "no recorder writing /PSM1/measured_js after 3 s" in out, out
+    assert commands == 0, "the player commanded the arm without a recorder"

@@ -146,12 +146,21 @@ def identify(model: ArmModel, datasets: list[Dataset], method: str = "sdp",
 
 
 def model_for(result: IdentificationResult) -> ArmModel:
+    """The installed model of the file's arm; the file must come from the same description.
+
+    A file whose base parameters were kept on other (equivalent) columns is re-expressed, in
+    place, on the installed model's (:meth:`ArmModel.rebase`); their standard deviations are
+    then dropped (they would need the covariance).
+    """
     model = load_model(result.arm)
     if model.description.content_hash != result.description_hash:
         raise DataError(f"the parameters were identified with a different {result.arm} description "
                         f"(hash {result.description_hash[:12]}, installed {model.description.content_hash[:12]})")
     if list(model.base.independent) != list(result.base_indices):
-        raise DataError("the base parameters of the installed model differ from those of the parameter file")
+        result.base_values = model.rebase(result.base_indices, result.base_values).tolist()
+        result.base_indices = model.base.independent.tolist()
+        result.base_definitions = model.base_parameter_names
+        result.base_std = None
     return model
 
 

@@ -92,6 +92,31 @@ class ArmModel:
         """H_b (N x n x r) such that H delta = H_b delta_b (eq. 16)."""
         return self.regressor(q, qd, qdd)[:, :, self.base.independent]
 
+    def rebase(self, indices, values) -> np.ndarray:
+        """Base parameters expressed on other independent columns ``indices`` -> this model's.
+
+        Pivoted QR may keep a different column of a group of equivalent ones when the
+        generated code rounds differently (a tie at 1e-16); both choices span the same
+        space, so H[:, indices] values = H_b delta_b has one exact solution, found by
+        least squares on random states (every column of H lies in the span of H_b, so
+        the residual only checks the arithmetic). A DataError for columns this model lacks.
+        """
+        indices = np.asarray(indices, dtype=int)
+        values = np.asarray(values, dtype=float)
+        if indices.shape != values.shape or indices.min(initial=0) < 0 \
+                or indices.max(initial=0) >= len(self.parameter_names):
+            raise DataError(f"{self.description.arm}: {len(values)} base values on columns {indices.tolist()[:5]}...: "
+                            "not base parameters of this model")
+        q, qd, qdd = _random_states(self.dof, 40, 12345)
+        H = self.regressor(q, qd, qdd).reshape(-1, len(self.parameter_names))
+        theirs = H[:, indices] @ values
+        ours, *_ = np.linalg.lstsq(H[:, self.base.independent], theirs, rcond=None)
+        residual = np.linalg.norm(H[:, self.base.independent] @ ours - theirs)
+        if residual > 1e-9 * max(np.linalg.norm(theirs), 1e-300):
+            raise DataError(f"{self.description.arm}: the base parameters of the installed model differ from "
+                            f"those of the parameter file (relative residual {residual / np.linalg.norm(theirs):.1e})")
+        return ours
+
     def known_torques(self, q) -> np.ndarray:
         """Torques modelled but not identified (the MTM joint-4 cable), N x n."""
         (q,) = self._states(q)

@@ -9,7 +9,10 @@ player aborts on tracking error, stale state or cancel, publishes
 ``/dvrk_ident/player_status`` (for the recorder) and serves the
 ``/<ARM>/play_trajectory`` action (dvrk_ident/action/PlayTrajectory). With
 ``autostart`` it plays ``trajectory_file`` once the state arrives and exits
-(status 0 on success), which ends ``collect.launch.py``.
+(status 0 on success), which ends ``collect.launch.py``; with
+``wait_for_recorder`` (the default) it first waits for the recorder to report
+``measured_js`` messages written, so no pose or period is played before the bag
+records it, and refuses to play after ``recorder_timeout`` seconds without one.
 """
 from __future__ import annotations
 
@@ -26,7 +29,7 @@ from rclpy.task import Future
 from sensor_msgs.msg import JointState
 
 from dvrk_ident.action import PlayTrajectory
-from dvrk_ident.msg import PlayerStatus
+from dvrk_ident.msg import PlayerStatus, RecorderStatus
 from dvrk_ident_ros.errors import DataError, DvrkIdentError, SafetyError
 from dvrk_ident_ros.excitation import playback
 from dvrk_ident_ros.excitation.files import GRID_FORMAT, load_grid, load_trajectory
@@ -79,6 +82,10 @@ class TrajectoryPlayerNode(Node):
         self.pose_stride = int(declare(self, "pose_stride", 1))
         self.sweep_stride = int(declare(self, "sweep_stride", 1))
         self.pose_tolerance = float(declare(self, "pose_tolerance", 0.02))
+        self.wait_for_recorder = bool(declare(self, "wait_for_recorder", True))
+        self.recorder_timeout = float(declare(self, "recorder_timeout", 15.0))
+        if self.recorder_timeout <= 0.0:
+            raise DvrkIdentError(f"recorder_timeout {self.recorder_timeout} s: expected > 0")
         if not 1.0 <= self.stream_rate <= 2000.0:
             raise DvrkIdentError(f"stream_rate {self.stream_rate} Hz: expected 1..2000 Hz")
         self.family = arm_family(self.arm)
@@ -101,6 +108,10 @@ class TrajectoryPlayerNode(Node):
             self._pub_jaw_move = self.create_publisher(JointState, f"/{self.arm}/jaw/move_jp", 10)
             self.create_subscription(JointState, f"/{self.arm}/jaw/measured_js", self._on_jaw, STATE_QOS)
         self._status = self.create_publisher(PlayerStatus, "/dvrk_ident/player_status", 10)
+        self._recorder_ready = not (self.autostart and self.wait_for_recorder)
+        self._waiting_since: float | None = None  # steady time the autostart began waiting for the recorder
+        if not self._recorder_ready:
+            self.create_subscription(RecorderStatus, "/dvrk_ident/recorder_status", self._on_recorder, 10)
         self.create_subscription(JointState, f"/{self.arm}/measured_js", self._on_state, STATE_QOS)
         self._action = ActionServer(self, PlayTrajectory, f"/{self.arm}/play_trajectory", self._execute,
                                     goal_callback=self._goal, cancel_callback=lambda _: CancelResponse.ACCEPT)
@@ -135,6 +146,30 @@ class TrajectoryPlayerNode(Node):
         if len(msg.position) == 1 and np.isfinite(msg.position[0]):
             self.q[6] = msg.position[0]
             self._jaw_seen = True
+
+    def _on_recorder(self, msg: RecorderStatus) -> None:
+        """Ready once a recorder writes this arm's measured_js and hears the player's status topic."""
+        counts = dict(zip(msg.topics, msg.message_counts, strict=False))
+        if msg.recording and counts.get(f"/{self.arm}/measured_js", 0) > 0 \
+                and self._status.get_subscription_count() > 0:
+            if not self._recorder_ready:
+                self.get_logger().info(f"recorder ready: {msg.bag_path}")
+            self._recorder_ready = True
+
+    def _autostart_ready(self) -> bool:
+        """The state arrives and, with wait_for_recorder, a recorder records it (DataError after the timeout)."""
+        if not self._state_ready():
+            return False
+        if self._recorder_ready:
+            return True
+        now = time.monotonic()
+        if self._waiting_since is None:
+            self._waiting_since = now
+            self.get_logger().info("waiting for the recorder (/dvrk_ident/recorder_status) before playing")
+        if now - self._waiting_since > self.recorder_timeout:
+            raise DataError(f"no recorder writing /{self.arm}/measured_js after {self.recorder_timeout:.0f} s: "
+                            "start the recorder, or set wait_for_recorder:=false to play without one")
+        return False
 
     def _state_ready(self) -> bool:
         return self._state_time is not None and self._jaw_seen
@@ -213,9 +248,10 @@ class TrajectoryPlayerNode(Node):
         s = self.session
         if s is None:
             self._idle_ticks += 1
-            if self.autostart and self.exit_code is None and self._state_ready() and self._idle_ticks > 1:
+            if self.autostart and self.exit_code is None and self._idle_ticks > 1:
                 try:
-                    self.start_session(self.trajectory_file, self.speed_scale)
+                    if self._autostart_ready():
+                        self.start_session(self.trajectory_file, self.speed_scale)
                 except DvrkIdentError as exc:
                     self.get_logger().error(f"cannot play {self.trajectory_file}: {exc}")
                     self.exit_code = 2
