@@ -188,3 +188,95 @@ def test_gc_cli_unknown_arm(tmp_path, capsys):
 def test_regressor_shapes():
     R = regressor(np.zeros((3, 7)))
     assert R.shape == (3, 7, 40) and np.all(R[:, 6] == 0)
+
+
+def _spec_gravity_columns(q: np.ndarray, g: float = 9.81) -> np.ndarray:
+    """R_g (N x 7 x 10) typed in from reference/gc-json.md ("The model the 40 parameters belong to"):
+    the independent reference for the columns generated from the core's kinematics."""
+    q = np.atleast_2d(q)
+    s2, c2 = np.sin(q[:, 1]), np.cos(q[:, 1])
+    s23, c23 = np.sin(q[:, 1] + q[:, 2]), np.cos(q[:, 1] + q[:, 2])
+    s4, c4 = np.sin(q[:, 3]), np.cos(q[:, 3])
+    s5, c5 = np.sin(q[:, 4]), np.cos(q[:, 4])
+    s6, c6 = np.sin(q[:, 5]), np.cos(q[:, 5])
+    R = np.zeros((q.shape[0], 7, 10))
+    R[:, 1, 0], R[:, 1, 1] = g * s2, g * c2
+    shared = [g * c23, -g * s23, g * c23 * c4, -g * c23 * s4, -g * (c23 * c4 * s5 + s23 * c5),
+              g * (c23 * c4 * c5 - s23 * s5), g * (c23 * s4 * s6 + s23 * s5 * c6 - c23 * c4 * c5 * c6),
+              g * (c23 * s4 * c6 - s23 * s5 * s6 + c23 * c4 * c5 * s6)]
+    for k, col in enumerate(shared):
+        R[:, 1, 2 + k] = R[:, 2, 2 + k] = col
+    row4 = [-g * s23 * s4, -g * s23 * c4, g * s23 * s4 * s5, -g * s23 * s4 * c5, g * s23 * (c4 * s6 + s4 * c5 * c6),
+            g * s23 * (c4 * c6 - s4 * c5 * s6)]
+    for k, col in enumerate(row4):
+        R[:, 3, 4 + k] = col
+    row5 = [-g * (c23 * s5 + s23 * c4 * c5), g * (c23 * c5 - s23 * c4 * s5), g * (s23 * c4 * s5 * c6 - c23 * c5 * c6),
+            g * (c23 * c5 * s6 - s23 * c4 * s5 * s6)]
+    for k, col in enumerate(row5):
+        R[:, 4, 6 + k] = col
+    R[:, 5, 8] = g * (s23 * s4 * c6 + c23 * s5 * s6 + s23 * c4 * c5 * s6)
+    R[:, 5, 9] = g * (c23 * s5 * c6 - s23 * s4 * s6 + s23 * c4 * c5 * c6)
+    return R
+
+
+def _random_dvrk_poses(seed: int = 7, n: int = 200) -> np.ndarray:
+    return np.random.default_rng(seed).uniform(-np.pi, np.pi, (n, 7))
+
+
+def test_generated_gravity_columns_equal_the_spec():
+    """Vectorised and scalar generated columns = the gc-json.md formulas (1e-12 relative, 200 poses)."""
+    q = _random_dvrk_poses()
+    spec = _spec_gravity_columns(q)
+    R = gravity_regressor(q)
+    assert R.shape == (200, 7, 10)
+    assert np.abs(R - spec).max() <= 1e-12 * np.abs(spec).max()
+    assert np.allclose(gravity_regressor(q, g=2 * 9.81), 2 * spec, rtol=1e-12, atol=0)  # linear in g
+    out = [1.0] * 7
+    for j in range(10):  # every column alone through the scalar path
+        e = [0.0] * 40
+        e[j] = 1.0
+        for k in range(q.shape[0]):
+            gravity_torques(q[k].tolist(), e, out)
+            assert np.abs(np.array(out) - spec[k, :, j]).max() <= 1e-12 * max(np.abs(spec[k, :, j]).max(), 1.0)
+    theta = np.random.default_rng(8).normal(size=40)
+    for k in range(q.shape[0]):
+        gravity_torques(q[k].tolist(), theta.tolist(), out, 3.7)
+        ref = _spec_gravity_columns(q[k], 3.7)[0] @ theta[:10]
+        assert np.abs(np.array(out) - ref).max() <= 1e-12 * max(np.abs(ref).max(), 1.0)
+
+
+def test_generated_gravity_columns_equal_the_cores_first_moments():
+    """Each generated column is the core's gravity column of the table's standard parameter (1e-12)."""
+    from dvrk_ident_ros.gc.derivation import core_gravity_dvrk
+    from dvrk_ident_ros.gc.symbolic_gravity import GC_COLUMNS
+
+    model = load_model("mtm")
+    q = _random_dvrk_poses(9)
+    Y = core_gravity_dvrk(model, q)
+    R = gravity_regressor(q)
+    assert len(GC_COLUMNS) == 10
+    for j, (name, sign) in enumerate(GC_COLUMNS):
+        core = sign * Y[:, :, model.parameter_names.index(name)]
+        assert np.abs(R[:, :, j] - core).max() <= 1e-12 * np.abs(core).max(), name
+
+
+def test_symbolic_gravity_columns_and_cache(tmp_path):
+    """The sympy columns are compact (q3 only through q2 + q3) and a cold generation is cached and reused."""
+    import sympy
+
+    from dvrk_ident_ros.gc import symbolic_gravity
+
+    M = symbolic_gravity.gravity_columns()
+    q = sympy.symbols("q1:8", real=True)
+    assert M.shape == (7, 10) and M[1, 0] == sympy.sin(q[1]) and M[2, 2] == sympy.cos(q[1] + q[2])
+    assert all(e == 0 for e in M[0, :]) and all(e == 0 for e in M[6, :])
+    pose = _random_dvrk_poses(10, 1)[0]
+    numeric = np.array(M.subs(dict(zip(q, pose, strict=True))).evalf(), dtype=float)
+    assert np.allclose(9.81 * numeric, _spec_gravity_columns(pose)[0], rtol=0, atol=1e-12)
+    module = symbolic_gravity.load_generated(cache_dir=tmp_path)
+    cached = list(tmp_path.glob("mtm_gc_gravity_*.py"))
+    assert len(cached) == 1
+    assert "sympy" not in cached[0].read_text()  # the generated code needs no sympy
+    again = symbolic_gravity.load_generated(cache_dir=tmp_path)
+    assert again.__file__ == module.__file__
+    np.testing.assert_allclose(again.gravity_regressor(pose[None], 9.81), _spec_gravity_columns(pose), atol=1e-12)

@@ -8,7 +8,11 @@ wrist-roll link's off-axis centre of mass, which the format lumps into link 6.
 From this follow (a) the check that the format's columns are the MTM's gravity
 (:func:`format_in_core`), and (b) the format's ten parameters for any
 identified set of the core's standard parameters (:func:`gc_gravity_from_standard`),
-so a full SDP identification can drive the gc controller.
+so a full SDP identification can drive the gc controller. The columns
+themselves are generated symbolically from the core's MTM kinematics, one
+first moment per column (:mod:`dvrk_ident_ros.gc.symbolic_gravity`); the
+checks here stay independent of that derivation (numerical, on the core's
+compiled model).
 """
 from __future__ import annotations
 

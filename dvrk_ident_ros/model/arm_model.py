@@ -18,6 +18,7 @@ from types import ModuleType
 
 import numpy as np
 
+from dvrk_ident_ros.cache import cache_directory
 from dvrk_ident_ros.errors import DataError
 from dvrk_ident_ros.model import codegen, symbolic
 from dvrk_ident_ros.model.base_parameters import BaseParameters, compute_base_parameters
@@ -26,12 +27,6 @@ from dvrk_ident_ros.model.parameters import ParameterLayout, parameter_layout
 
 _BASE_SAMPLES = 200
 _BASE_SEED = 20190426
-
-
-def cache_directory() -> Path:
-    root = os.environ.get("DVRK_IDENT_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "dvrk_ident")
-    return Path(root)
 
 
 def _generator_fingerprint() -> str:
