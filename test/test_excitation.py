@@ -72,6 +72,21 @@ def test_small_optimisation_respects_every_limit_at_1khz():
     assert np.allclose(qd, 0) and np.allclose(qdd, 0)
 
 
+def test_refining_a_trajectory_never_makes_it_worse():
+    """--initial: a feasible trajectory competes for the polish; one of another form is refused."""
+    model = load_model("psm_simplified")
+    limits = coordinate_limits(model)
+    first = optimise(model, limits, [], harmonics=3, base_frequency=0.18, starts=1, max_iterations=8,
+                     samples=60, constraint_samples=100, progress=False)
+    refined = optimise(model, limits, [], harmonics=3, base_frequency=0.18, starts=0, max_iterations=8,
+                       samples=60, constraint_samples=100, progress=False, initial=first.trajectory)
+    assert refined.condition_number <= first.condition_number * (1 + 1e-9)
+    assert min(m.margin for m in refined.margins) >= 0
+    with pytest.raises(SolverError, match="harmonics"):
+        optimise(model, limits, [], harmonics=4, base_frequency=0.18, starts=0, max_iterations=2,
+                 progress=False, initial=first.trajectory)
+
+
 def test_optimisation_bad_input():
     model = load_model("psm_simplified")
     limits = coordinate_limits(model)

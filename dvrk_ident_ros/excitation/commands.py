@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from dvrk_ident_ros import __version__
 from dvrk_ident_ros.errors import SolverError
@@ -29,10 +30,15 @@ def _optimize(args: argparse.Namespace) -> int:
     print(f"optimising a {args.harmonics}-harmonic trajectory at {frequency} Hz for the {model.description.arm} "
           f"({len(limits)} limited coordinates, {len(boxes)} Cartesian boxes, {args.starts} starts, seed {args.seed})",
           file=sys.stderr)
+    initial = None
+    if args.initial:
+        initial, _ = load_trajectory(args.initial, arm=arm_family(model.description.arm), joints=model.dof)
     result = optimise(model, limits, boxes, harmonics=args.harmonics, base_frequency=frequency, starts=args.starts,
-                      seed=args.seed, max_iterations=args.iterations, progress=not args.quiet)
+                      seed=args.seed, max_iterations=args.iterations, progress=not args.quiet, initial=initial)
     note = (f"dvrk-ident {__version__} trajectory optimize --arm {args.arm} --seed {args.seed} "
-            f"--starts {args.starts}; optimised on the {model.description.arm} model")
+            f"--starts {args.starts} --iterations {args.iterations}"
+            + (f" --initial {Path(args.initial).name}" if args.initial else "")
+            + f"; optimised on the {model.description.arm} model")
     save_trajectory(args.out, result.trajectory, arm=arm_family(model.description.arm), variant=args.variant,
                     condition_number=result.condition_number, description_hash=model.description.content_hash,
                     note=note)
@@ -81,6 +87,8 @@ def add_trajectory_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--starts", type=int, default=8, help="random starts")
     p.add_argument("--iterations", type=int, default=200, help="SLSQP iterations of the polish (a quarter per start)")
+    p.add_argument("--initial", default=None,
+                   help="a trajectory file to refine (same harmonics and frequency); competes with the starts")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--out", required=True)
     p.set_defaults(handler=_optimize)

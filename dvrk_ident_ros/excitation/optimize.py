@@ -113,6 +113,17 @@ class _Problem:
         G, h = self._rows(np.asarray(times, dtype=float))
         self.G, self.h = np.vstack([self.G, G]), np.concatenate([self.h, h])
 
+    def variables(self, traj: FourierTrajectory) -> np.ndarray:
+        """The free variables x of a rest-to-rest trajectory with this problem's harmonics and frequency."""
+        if traj.harmonics != self.H or not np.isclose(traj.base_frequency, self.f) or traj.joints != self.n:
+            raise SolverError(f"initial trajectory: {traj.harmonics} harmonics at {traj.base_frequency} Hz for "
+                              f"{traj.joints} joints; the problem has {self.H} at {self.f} Hz for {self.n}")
+        coeffs = np.vstack([traj.q0[None], traj.a, traj.b])  # (1 + 2H) x n
+        x, *_ = np.linalg.lstsq(self.T, coeffs, rcond=None)
+        if np.abs(self.T @ x - coeffs).max() > 1e-9 * max(1.0, np.abs(coeffs).max()):
+            raise SolverError("initial trajectory: not at rest at t = 0 (not of the rest-to-rest form)")
+        return x.T.ravel()
+
     def trajectory(self, x: np.ndarray) -> FourierTrajectory:
         coeffs = self.T @ x.reshape(self.n, self.k).T  # (1 + 2H) x n
         return FourierTrajectory.from_coefficients(self.f, coeffs)
@@ -211,7 +222,13 @@ def _label(index: int, starts: int) -> str:
 def optimise(model: ArmModel, limits: list[CoordinateLimit], boxes: list[CartesianBox], *, harmonics: int = 6,
              base_frequency: float = 0.1, starts: int = 4, seed: int = 0, max_iterations: int = 150,
              samples: int = 120, constraint_samples: int = 200, margin: float = 0.002,
-             progress: bool = True) -> OptimisationResult:
+             progress: bool = True, initial: FourierTrajectory | None = None) -> OptimisationResult:
+    """Minimise the condition number of the column-normalised base regressor (Wang 2019 section IV).
+
+    ``starts`` short SLSQP explorations from seeded random feasible starts, then a
+    polish of the best (``max_iterations``); ``initial`` (a feasible rest-to-rest
+    trajectory, e.g. a shipped one) competes with the starts' results for the polish.
+    """
     if harmonics < 2:
         raise SolverError(f"harmonics must be at least 2 (a rest-to-rest trajectory needs them), got {harmonics}")
     if not base_frequency > 0:
@@ -224,7 +241,16 @@ def optimise(model: ArmModel, limits: list[CoordinateLimit], boxes: list[Cartesi
     constraints = [{"type": "ineq", "fun": lambda x: problem.h - problem.G @ x, "jac": lambda x: -problem.G}]
     if boxes:
         constraints.append({"type": "ineq", "fun": problem.cartesian})
+
+    def feasible(x) -> bool:
+        return bool(np.all(problem.G @ x <= problem.h + 1e-9) and (not boxes or np.all(problem.cartesian(x) >= -1e-9)))
+
     best, best_value, per_start = None, np.inf, []
+    if initial is not None:
+        best = problem.variables(initial)
+        if not feasible(best):
+            raise SolverError("initial trajectory: outside the limits (with the optimiser's margin)")
+        best_value = problem.true_cond(best)
     explore = max(1, max_iterations // 4)
     plan = [(rng, explore)] * starts + [(None, max_iterations)]  # short explorations, then polish the best
     for s, (start_rng, iterations) in enumerate(plan):
@@ -232,10 +258,6 @@ def optimise(model: ArmModel, limits: list[CoordinateLimit], boxes: list[Cartesi
         # SLSQP's iterates are not monotone (the sign of the velocity switches
         # friction columns): keep the best feasible iterate of each start.
         state = {"iteration": 0, "x": x0, "value": problem.true_cond(x0)}
-
-        def feasible(x) -> bool:
-            return bool(np.all(problem.G @ x <= problem.h + 1e-9)
-                        and (not boxes or np.all(problem.cartesian(x) >= -1e-9)))
 
         def report(x, s=s, state=state):
             state["iteration"] += 1
