@@ -13,6 +13,7 @@ from bench.timing import verdict
 from dvrk_ident_ros.data.loaders import load_dataset
 from dvrk_ident_ros.data.processing import FilterSettings, lowpass
 from dvrk_ident_ros.identify.added_mass import estimate_added_mass
+from dvrk_ident_ros.identify.compare import relative_parameter_errors
 from dvrk_ident_ros.identify.least_squares import solve_least_squares
 from dvrk_ident_ros.identify.pipeline import filtered_torques, identify, predict, prepare, split
 from dvrk_ident_ros.identify.problem import Regression, build_regression, range_weights, relative_errors
@@ -39,13 +40,13 @@ def _recovery(arm: str, rng) -> bool:
     delta = plausible_parameters(model, rng)
     traj = random_fourier(model, rng, base_frequency=0.1, amplitude=0.25)
     truth = model.base.from_standard(delta)
-    denominator = np.maximum(np.abs(truth), 1e-3 * np.abs(truth).max())
+    names = model.base_parameter_names
     ok = True
     data, qdd = synthetic_recording(model, delta, traj, rate=200.0, duration=2 * traj.period)
     reg = Regression(model.base_regressor(data.q, data.qd, qdd), data.tau - model.known_torques(data.q))
     A, b = reg.weighted(range_weights(reg.y))
     sdp = solve_sdp(model, A, b)
-    err = np.abs(sdp.base - truth) / denominator
+    err = relative_parameter_errors(names, sdp.base, truth)
     print(f"  no noise, exact derivatives: SDP base-parameter error max {100 * err.max():.3f} %, "
           f"median {100 * np.median(err):.1e} %; min pseudo-inertia eigenvalue {sdp.min_pseudo_inertia_eigenvalue:.2e}")
     ok &= verdict("  worst base-parameter error without noise", 100 * err.max(), 1.0, unit="%", fmt=".3f")
@@ -56,7 +57,7 @@ def _recovery(arm: str, rng) -> bool:
         data, _ = synthetic_recording(model, delta, traj, rate=200.0, duration=3 * traj.period, noise=level,
                                       rng=rng)
         result = identify(model, [data], "sdp", FilterSettings(cutoff_hz=3.0))
-        err = np.abs(result.base - truth) / denominator
+        err = relative_parameter_errors(names, result.base, truth)
         within = int(np.sum(err < 0.01))
         print(f"  {label:<36} base parameters within 1 %: {within}/{len(err)}, within 10 %: "
               f"{int(np.sum(err < 0.1))}/{len(err)}; median error {100 * np.median(err):.2f} %; "

@@ -111,6 +111,7 @@ def _psm_stage(out: Path, logs: Path, env: dict, rtf: float, periods: int) -> Pa
 
 
 def _psm_identify(client, bag: Path, out: Path) -> None:
+    from dvrk_ident_ros.identify.compare import relative_parameter_errors
     from dvrk_ident_ros.identify.results import IdentificationResult
     from dvrk_ident_ros.sim.config import load_sim_config
 
@@ -123,8 +124,7 @@ def _psm_identify(client, bag: Path, out: Path) -> None:
     config = load_sim_config("psm")
     model = config.model
     truth = model.base.from_standard(config.delta)
-    scale = np.maximum(np.abs(truth), 1e-3 * np.abs(truth).max())
-    err = np.abs(result.base - truth) / scale
+    err = relative_parameter_errors(model.base_parameter_names, result.base, truth)
     print(f"      base parameters vs the simulator's own: within 5 %: {int(np.sum(err < 0.05))}/{len(err)}, "
           f"within 20 %: {int(np.sum(err < 0.2))}; median error {100 * np.median(err):.1f} %")
     print(f"      {r.result_file}, {r.report_file}, {Path(r.result_file).with_suffix('')}_torques.png")

@@ -99,3 +99,15 @@ def test_torque_lag_is_estimated_per_joint(setup):
     pred = predict(result, data, model)
     middle = slice(400, -400)
     assert np.linalg.norm(pred[middle, 2] - lagged[middle, 2]) < 0.02 * np.linalg.norm(lagged[middle, 2])
+
+
+def test_parameter_errors_judge_near_zero_values_against_their_own_kind():
+    from dvrk_ident_ros.identify.compare import parameter_kind, relative_parameter_errors
+
+    assert [parameter_kind(d) for d in ("L2xz + 0.02 l1y", "l3x", "m3'", "FvM7", "FcF67", "Fo1", "ImM4", "K5")] == \
+        ["L", "l", "m", "Fv", "Fc", "Fo", "Im", "K"]
+    names = ["K5", "Fv4", "Fv2"]
+    truth = np.array([257.0, 1e-12, 0.08])
+    err = relative_parameter_errors(names, [257.0, 0.004, 0.08], truth)
+    # a stiffness of 257 N m/rad does not make a 0.004 N m s/rad viscous error small: 0.004 / (1e-3 * 0.08) = 50
+    assert err[0] == 0.0 and err[2] == 0.0 and err[1] == pytest.approx(50.0)
