@@ -25,7 +25,9 @@ POLY_ORDER = 4
 
 _generated = load_generated()
 _gravity_regressor = _generated.gravity_regressor
-_gravity_torques = _generated.gravity_torques
+#: gravity_torques(q, theta, out, g=9.81): R_g(q) theta[:10] for one sample, written into ``out`` (7 floats),
+#: no arrays, for the control loop; the generated function itself (no wrapper frame on the hot path).
+gravity_torques = _generated.gravity_torques
 
 
 def gravity_regressor(q: np.ndarray, g: float = G) -> np.ndarray:
@@ -52,7 +54,3 @@ def torques(q: np.ndarray, theta: np.ndarray, g: float = G) -> np.ndarray:
     """R(q) theta (N x 7)."""
     return regressor(q, g) @ np.asarray(theta, dtype=float)
 
-
-def gravity_torques(q, theta, out: list[float], g: float = G) -> None:
-    """R_g(q) theta[:10] for one sample, written into ``out`` (7 floats): no arrays, for the control loop."""
-    _gravity_torques(q, theta, out, g)
