@@ -8,7 +8,7 @@ import sys
 
 from sensor_msgs.msg import JointState
 
-from dvrk_ident_ros.nodes.common import STATE_QOS, run
+from dvrk_ident_ros.nodes.common import CONTROL_STATE_QOS, STATE_QOS, run
 
 
 def make_node():
@@ -24,7 +24,7 @@ def make_node():
         out.effort = msg.position
         pub.publish(out)
 
-    node.create_subscription(JointState, f"/{arm}/measured_js", answer, STATE_QOS)
+    node.create_subscription(JointState, f"/{arm}/measured_js", answer, CONTROL_STATE_QOS)
     return node
 
 

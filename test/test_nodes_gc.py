@@ -231,7 +231,7 @@ def test_watchdog_fades_out_and_hands_over(ros_env, rclpy_context, tmp_path):
     count = 200
     h = _Harness(rclpy_context, "gc_test_watchdog")
     with running(_gc_node(path, "ramp_in_time:=0.0", f"fade_out_time:={fade_out_time}",
-                          f"stale_periods:={stale_periods}", "watchdog_period:=0.001"), ros_env) as proc:
+                          f"stale_periods:={stale_periods}", "fade_out_period:=0.001"), ros_env) as proc:
         h.wait_ready(proc)
         sent = h.stream([_state(k, q, qd) for k in range(count)], rate=rate)
         last_sent = sent[-1]

@@ -4,8 +4,9 @@ States (GravityCompensationDiagnostics.STATE_*): RAMP_IN (scale rises
 linearly to 1 over ``ramp_in_time`` of state time), ACTIVE, FADING_OUT
 (state went stale: the last torques fade to zero over ``fade_out_time``),
 STOPPED (nothing is commanded). Stale means no state for more than
-``stale_periods - 1`` nominal periods; checked every period, the watchdog
-engages within ``stale_periods`` periods. State arriving again ramps back up
+``stale_periods - 1`` nominal periods; checked by a deadline
+(:meth:`CompensationSupervisor.deadline`, ``stale_periods - 1/2`` periods after
+the last sample), the watchdog engages within ``stale_periods`` periods. State arriving again ramps back up
 from the current scale at the ramp-in rate, so a single late sample costs a
 dip of a fraction of a percent, not a restart.
 """
@@ -58,6 +59,10 @@ class CompensationSupervisor:
         if len(self._intervals) >= 5:
             self.period = max(self.settings.min_period, median(self._intervals))
         return self.period
+
+    def deadline(self) -> float:
+        """Seconds after the last sample at which to check for staleness (between stale and the limit)."""
+        return (self.settings.stale_periods - 0.5) * self.period
 
     def is_stale(self, now: float) -> bool:
         if self._last_arrival is None or self.state in (STOPPED, FADING_OUT):

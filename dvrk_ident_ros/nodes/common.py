@@ -24,6 +24,9 @@ from dvrk_ident_ros.errors import DataError, DvrkIdentError
 
 #: State and command topics: reliable, deep enough that a 1 kHz stream survives a slow callback.
 STATE_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=100, reliability=ReliabilityPolicy.RELIABLE)
+#: A control loop's state subscription: best effort (a late sample is worth less than the next one, and no
+#: retransmission delays it); matches the dVRK's reliable publishers. Not for the recorder: it loses nothing.
+CONTROL_STATE_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=100, reliability=ReliabilityPolicy.BEST_EFFORT)
 
 _ARM = re.compile(r"^(MTML|MTMR|PSM[1-3]|ECM)$")
 
