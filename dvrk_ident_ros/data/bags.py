@@ -4,6 +4,11 @@ Reads sensor_msgs/JointState on ``/<ARM>/measured_js`` (and, for a PSM,
 ``/<ARM>/jaw/measured_js`` as the 7th joint), time-stamped by the message
 header (receive time when the header is empty), and converts dVRK joint space
 to motor space with the arm's coupling: q^m = A^-1 q^d, tau^m = A^T tau^d.
+
+A bag recorded with the project's player also holds its
+``dvrk_ident/msg/PlayerStatus``: only the samples while it reported
+PHASE_PLAYING (the excitation trajectory, rest to rest) are data; the ramp
+from wherever the arm was, the wait before it and the ramp out are not.
 """
 from __future__ import annotations
 
@@ -15,6 +20,8 @@ from dvrk_ident_ros.data.dataset import Dataset
 from dvrk_ident_ros.errors import DataError
 
 JOINT_STATE = "sensor_msgs/msg/JointState"
+PLAYER_STATUS = "dvrk_ident/msg/PlayerStatus"
+PHASE_PLAYING = 2  # PlayerStatus.PHASE_PLAYING
 
 
 def _typestore():
@@ -77,11 +84,56 @@ def find_arm_topic(path: Path) -> str:
     return arms[0]
 
 
-def load_bag(path: Path, dvrk_from_motor: np.ndarray, topic: str | None = None) -> Dataset:
-    """Load an arm's recording; ``dvrk_from_motor`` is the arm's A (n x n)."""
+def playing_windows(path: Path) -> list[tuple[float, float]]:
+    """(start, end) times (s) of each stretch the player reported PHASE_PLAYING; [] without player status.
+
+    A window runs from its first PLAYING status to the first status after it in another phase."""
+    from rosbags.rosbag2 import Reader
+
+    from dvrk_ident_ros.data.interfaces import typestore
+
+    phases: list[tuple[float, int]] = []
+    try:
+        with Reader(path) as reader:
+            connections = [c for c in reader.connections if c.msgtype == PLAYER_STATUS]
+            if not connections:
+                return []
+            store = typestore()
+            for connection, stamp, raw in reader.messages(connections=connections):
+                msg = store.deserialize_cdr(raw, connection.msgtype)
+                header = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
+                phases.append((header if header > 0 else stamp * 1e-9, int(msg.phase)))
+    except Exception as exc:  # rosbags raises many types for unreadable bags
+        raise DataError(f"{path}: cannot read the player status: {exc}") from exc
+    phases.sort()
+    windows, start = [], None
+    for t, phase in phases:
+        if phase == PHASE_PLAYING and start is None:
+            start = t
+        elif phase != PHASE_PLAYING and start is not None:
+            windows.append((start, t))
+            start = None
+    if start is not None:  # recording stopped while playing
+        windows.append((start, np.inf))
+    return windows
+
+
+def load_bag(path: Path, dvrk_from_motor: np.ndarray, topic: str | None = None, playing_only: bool = True) -> Dataset:
+    """Load an arm's recording; ``dvrk_from_motor`` is the arm's A (n x n).
+
+    ``playing_only``: with player status in the bag, keep the samples of its longest PLAYING window."""
     path = Path(path)
     topic = topic or find_arm_topic(path)
     t, q, qd, tau, _ = read_joint_states(path, topic)
+    source = f"{path}:{topic}"
+    windows = playing_windows(path) if playing_only else []
+    if windows:
+        start, end = max(windows, key=lambda w: min(w[1], t[-1]) - w[0])
+        inside = (t >= start) & (t <= end)
+        if inside.sum() < 2:
+            raise DataError(f"{path}: no {topic} samples while the player was playing ({start:.3f}-{end:.3f} s)")
+        t, q, qd, tau = t[inside], q[inside], qd[inside], tau[inside]
+        source += f" (player's PLAYING window {start:.2f}-{min(end, t[-1]):.2f} s of {len(windows)})"
     n = dvrk_from_motor.shape[0]
     jaw_topic = topic.replace("/measured_js", "/jaw/measured_js")
     if q.shape[1] == n - 1 and jaw_topic in _topics(path):  # PSM: the jaw is published separately
@@ -95,7 +147,7 @@ def load_bag(path: Path, dvrk_from_motor: np.ndarray, topic: str | None = None) 
     keep = np.concatenate([[True], np.diff(t) > 0])
     A_inv = np.linalg.inv(dvrk_from_motor)
     return Dataset(t=t[keep], q=q[keep] @ A_inv.T, qd=qd[keep] @ A_inv.T, tau=tau[keep] @ dvrk_from_motor,
-                   source=f"{path}:{topic}")
+                   source=source)
 
 
 def write_joint_state_bag(path: Path, topics: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]],
