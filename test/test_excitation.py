@@ -12,7 +12,7 @@ from dvrk_ident_ros.excitation.constraints import cartesian_boxes, coordinate_li
 from dvrk_ident_ros.excitation.files import load_grid, load_trajectory, save_grid, save_trajectory
 from dvrk_ident_ros.excitation.fourier import quintic, rest_to_rest
 from dvrk_ident_ros.excitation.grid import make_grid
-from dvrk_ident_ros.excitation.optimize import optimise, verify
+from dvrk_ident_ros.excitation.optimize import _Problem, optimise, verify
 from dvrk_ident_ros.model.arm_model import load_model
 
 
@@ -70,6 +70,22 @@ def test_small_optimisation_respects_every_limit_at_1khz():
     assert min(m.margin for m in result.margins) >= 0
     _, qd, qdd = result.trajectory.evaluate(np.array([0.0]))
     assert np.allclose(qd, 0) and np.allclose(qdd, 0)
+
+
+def test_objective_gradients_match_central_differences():
+    """The chain-rule gradients of the soft log cond and of the extreme log eigenvalues."""
+    model = load_model("psm_simplified")
+    problem = _Problem(model, 3, 0.18, coordinate_limits(model), [], 60, 100, 0.002)
+    x = problem.feasible_start(np.random.default_rng(0))
+    u = np.random.default_rng(1).normal(size=len(x))
+    u /= np.linalg.norm(u)
+    h = 1e-4  # the condition number is large here: smaller steps drown in rounding
+    _, g = problem.soft_log_cond(x)
+    fd = (problem.soft_log_cond(x + h * u)[0] - problem.soft_log_cond(x - h * u)[0]) / (2 * h)
+    assert g @ u == pytest.approx(fd, rel=1e-3)
+    _, J = problem.extreme_log_eigenvalues(x, 3)
+    fd = (problem.extreme_log_eigenvalues(x + h * u, 3)[0] - problem.extreme_log_eigenvalues(x - h * u, 3)[0]) / (2 * h)
+    assert J @ u == pytest.approx(fd, rel=1e-3, abs=1e-4)
 
 
 def test_refining_a_trajectory_never_makes_it_worse():

@@ -1,8 +1,11 @@
 """Excitation trajectory optimisation (Wang 2019 section IV).
 
 Minimises the condition number of the column-normalised base regressor
-W_b (eq. 21) over the Fourier coefficients of a rest-to-rest trajectory, with
-SLSQP from several random feasible starts. Position and speed limits of every
+W_b (eq. 21) over the Fourier coefficients of a rest-to-rest trajectory (eq. 22),
+with SLSQP: short explorations of a smooth soft-max bound of log cond from several
+random feasible starts, then a polish of the best in the epigraph form of the
+true log cond. Gradients are exact up to the regressor's own forward differences
+in q, qd, qdd (chain rule through the normalisation and the Fourier basis). Position and speed limits of every
 limited coordinate are linear in the coefficients and imposed exactly (with
 their analytic Jacobian) on a grid of constraint times; Cartesian boxes use
 forward kinematics. The answer is then verified at 1 kHz over a whole period.
@@ -15,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.optimize
+from scipy.special import logsumexp, softmax
 
 from dvrk_ident_ros.errors import SolverError
 from dvrk_ident_ros.excitation.constraints import (
@@ -27,7 +31,9 @@ from dvrk_ident_ros.excitation.fourier import FourierTrajectory
 from dvrk_ident_ros.model.arm_model import ArmModel
 
 CHECK_RATE = 1000.0  # Hz: the dense verification of every limit
-SOFTNESS = 8.0  # p of the soft maximum / minimum of the singular values
+SOFTNESS = 8.0  # p of the soft maximum / minimum of the Gram eigenvalues
+EXTREMES = 8  # Gram eigenvalues at each end bounded in the epigraph polish
+STATE_STEP = 1e-6  # forward-difference step of the regressor in q, qd, qdd
 
 
 def sample_times(period: float, samples: int) -> np.ndarray:
@@ -128,36 +134,65 @@ class _Problem:
         coeffs = self.T @ x.reshape(self.n, self.k).T  # (1 + 2H) x n
         return FourierTrajectory.from_coefficients(self.f, coeffs)
 
-    def _regressors(self, xs: np.ndarray) -> np.ndarray:
-        """Column-normalised base regressors (len(xs), samples n, r) of several coefficient vectors."""
-        count = len(xs)
-        coeffs = np.einsum("ck,pjk->pcj", self.T, xs.reshape(count, self.n, self.k))  # (count, 1+2H, n)
-        q, qd, qdd = (np.einsum("sc,pcj->psj", B, coeffs).reshape(-1, self.n) for B in self.bases)
-        Hb = self.model.base_regressor(q, qd, qdd).reshape(count, self.samples * self.n, -1)
-        return Hb / np.linalg.norm(Hb, axis=1, keepdims=True)
+    def _states(self, x: np.ndarray) -> list[np.ndarray]:
+        """q, qd, qdd (samples x n) at the sample times."""
+        coeffs = self.T @ x.reshape(self.n, self.k).T  # (1 + 2H) x n
+        return [B @ coeffs for B in self.bases]
 
-    def _soft_log_cond(self, xs: np.ndarray) -> np.ndarray:
-        """A smooth upper bound of log cond: p-norm soft maximum and minimum of the
-        Gram eigenvalues (sigma^2). The true condition number is not differentiable
-        where singular values cross, which stalls a gradient method."""
-        Hb = self._regressors(xs)
-        ev = np.maximum(np.linalg.eigvalsh(np.matmul(Hb.transpose(0, 2, 1), Hb)), 1e-300)
-        p = SOFTNESS
-        top = np.log(ev[:, -1]) + np.log(np.sum((ev / ev[:, -1:]) ** p, axis=1)) / p
-        bottom = np.log(ev[:, 0]) - np.log(np.sum((ev[:, :1] / ev) ** p, axis=1)) / p
-        return 0.5 * (top - bottom)
+    def _linearise(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Column-normalised base regressor Wn (samples, n, r), its column norms, and the
+        derivatives D (samples, n r, 3n) of the raw regressor rows of every sample with
+        respect to that sample's q, qd and qdd (forward differences, one regressor call)."""
+        states = self._states(x)
+        S, n = states[0].shape
+        stacked = [np.broadcast_to(s, (1 + 3 * n, S, n)).copy() for s in states]
+        for v in range(3 * n):
+            stacked[v // n][1 + v, :, v % n] += STATE_STEP
+        W = self.model.base_regressor(*(s.reshape(-1, n) for s in stacked)).reshape(1 + 3 * n, S, -1)
+        D = ((W[1:] - W[0]) / STATE_STEP).transpose(1, 2, 0)
+        W0 = W[0].reshape(S, n, -1)
+        norms = np.linalg.norm(W0, axis=(0, 1))
+        return W0 / norms, norms, D
+
+    def _backprop(self, Wn: np.ndarray, norms: np.ndarray, D: np.ndarray, G: np.ndarray) -> np.ndarray:
+        """Chain rule: gradients (m, variables) from m gradients G (m, samples, n, r) with
+        respect to the column-normalised regressor, through the normalisation, the
+        regressor's dependence on each sample's state and the Fourier basis."""
+        m, S = G.shape[:2]
+        G = (G - Wn * np.sum(Wn * G, axis=(1, 2), keepdims=True)) / norms
+        g = np.matmul(G.reshape(m, S, -1).transpose(1, 0, 2), D)  # (S, m, 3n): per sample and state variable
+        n = self.n
+        gc = sum(np.einsum("sc,smj->mcj", B, g[:, :, o * n:(o + 1) * n]) for o, B in enumerate(self.bases))
+        return np.matmul(self.T.T, gc).transpose(0, 2, 1).reshape(m, -1)  # joint-major, like x
+
+    def soft_log_cond(self, x: np.ndarray, p: float = SOFTNESS) -> tuple[float, np.ndarray]:
+        """A smooth upper bound of log cond and its gradient: p-norm soft maximum and minimum
+        of the Gram eigenvalues lambda = sigma^2 (the true condition number is not
+        differentiable where singular values cross, which stalls a gradient method).
+        d lambda_i / d Wn = 2 Wn v_i v_i^T."""
+        Wn, norms, D = self._linearise(x)
+        flat = Wn.reshape(-1, Wn.shape[-1])
+        lam, V = np.linalg.eigh(flat.T @ flat)
+        log_lam = np.log(np.maximum(lam, 1e-300))
+        value = 0.5 * (logsumexp(p * log_lam) + logsumexp(-p * log_lam)) / p
+        weight = 0.5 * (softmax(p * log_lam) - softmax(-p * log_lam)) / lam
+        G = 2.0 * Wn @ ((V * weight) @ V.T)
+        return float(value), self._backprop(Wn, norms, D, G[None])[0]
+
+    def extreme_log_eigenvalues(self, x: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
+        """The m largest and then the m smallest log Gram eigenvalues
+        and their gradients: d log lambda_i / d Wn = 2 Wn v_i v_i^T / lambda_i."""
+        Wn, norms, D = self._linearise(x)
+        flat = Wn.reshape(-1, Wn.shape[-1])
+        lam, V = np.linalg.eigh(flat.T @ flat)
+        pick = np.r_[np.arange(len(lam) - m, len(lam)), np.arange(m)]
+        lam, V = np.maximum(lam[pick], 1e-300), V[:, pick]
+        WV = Wn @ V  # (S, n, 2m)
+        G = 2.0 * WV.transpose(2, 0, 1)[..., None] * (V / lam).T[:, None, None, :]
+        return np.log(lam), self._backprop(Wn, norms, D, G)
 
     def true_cond(self, x: np.ndarray) -> float:
         return condition_number(self.model, self.trajectory(x), self.samples)
-
-    def objective(self, x: np.ndarray) -> float:
-        return float(self._soft_log_cond(x[None, :])[0])
-
-    def gradient(self, x: np.ndarray, step: float = 1e-6) -> np.ndarray:
-        """Forward differences, all perturbations through one vectorised regressor call."""
-        xs = np.vstack([x, x + step * np.eye(len(x))])
-        values = self._soft_log_cond(xs)
-        return (values[1:] - values[0]) / step
 
     def cartesian(self, x: np.ndarray) -> np.ndarray:
         q, _, _ = self.trajectory(x).evaluate(self.tc)
@@ -219,15 +254,88 @@ def _label(index: int, starts: int) -> str:
     return f"start {index + 1}/{starts}" if index < starts else "polishing the best"
 
 
+class _Search:
+    """SLSQP runs on one problem that keep the best feasible iterate by the true condition number."""
+
+    def __init__(self, problem: _Problem, progress: bool):
+        self.problem, self.progress = problem, progress
+
+    def feasible(self, x: np.ndarray) -> bool:
+        p = self.problem
+        return bool(np.all(p.G @ x <= p.h + 1e-9) and (not p.boxes or np.all(p.cartesian(x) >= -1e-9)))
+
+    def _linear(self, extra: int) -> list[dict]:
+        p = self.problem
+        pad = np.zeros((len(p.h), extra))
+        out = [{"type": "ineq", "fun": lambda z: p.h - p.G @ z[:len(z) - extra] if extra else p.h - p.G @ z,
+                "jac": lambda z: -np.hstack([p.G, pad])}]
+        if p.boxes:
+            out.append({"type": "ineq", "fun": lambda z: p.cartesian(z[:len(z) - extra] if extra else z)})
+        return out
+
+    def run(self, x0: np.ndarray, iterations: int, label: str, p: float | None = SOFTNESS,
+            m: int = 0) -> tuple[np.ndarray, float, int]:
+        """Soft log cond with softness ``p``; or, with ``m`` > 0, the epigraph form of log cond:
+        minimise (tau - beta) / 2 subject to beta <= log lambda_i <= tau for the m largest and
+        m smallest Gram eigenvalues."""
+        problem = self.problem
+        state = {"iteration": 0, "x": x0, "value": problem.true_cond(x0) if self.feasible(x0) else np.inf}
+        m = min(m, problem.model.base.count // 2)
+        extra = 2 if m else 0
+
+        def report(z: np.ndarray) -> None:
+            x = z[:len(z) - extra] if extra else z
+            state["iteration"] += 1
+            value = problem.true_cond(x)
+            if value < state["value"] and self.feasible(x):
+                state["x"], state["value"] = x.copy(), value
+            if self.progress:
+                print(f"\r  {label}  iteration {state['iteration']:4d}  condition number "
+                      f"{value:9.1f}  best {state['value']:9.1f}", end="", file=sys.stderr, flush=True)
+
+        constraints = self._linear(extra)
+        if m:
+            log_lam, _ = problem.extreme_log_eigenvalues(x0, m)
+            z0 = np.r_[x0, log_lam[:m].max(), log_lam[m:].min()]
+            cache: dict = {}
+
+            def eig(z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+                if cache.get("z") is None or not np.array_equal(cache["z"], z):
+                    cache["z"], cache["v"] = z.copy(), problem.extreme_log_eigenvalues(z[:-2], m)
+                return cache["v"]
+
+            sign = np.r_[-np.ones(m), np.ones(m)]
+
+            def fun(z: np.ndarray) -> np.ndarray:
+                return sign * eig(z)[0] + np.r_[np.full(m, z[-2]), np.full(m, -z[-1])]
+
+            def jac(z: np.ndarray) -> np.ndarray:
+                return np.hstack([sign[:, None] * eig(z)[1], np.r_[np.ones(m), np.zeros(m)][:, None],
+                                  np.r_[np.zeros(m), -np.ones(m)][:, None]])
+
+            constraints.append({"type": "ineq", "fun": fun, "jac": jac})
+            weights = np.r_[np.zeros(len(x0)), 0.5, -0.5]
+            result = scipy.optimize.minimize(lambda z: float(weights @ z), z0, jac=lambda z: weights,
+                                             method="SLSQP", constraints=constraints, callback=report,
+                                             options={"maxiter": iterations, "ftol": 1e-9})
+        else:
+            result = scipy.optimize.minimize(problem.soft_log_cond, x0, args=(p,), jac=True, method="SLSQP",
+                                             constraints=constraints, callback=report,
+                                             options={"maxiter": iterations, "ftol": 1e-7})
+        report(result.x)
+        return state["x"], state["value"], state["iteration"]
+
+
 def optimise(model: ArmModel, limits: list[CoordinateLimit], boxes: list[CartesianBox], *, harmonics: int = 6,
              base_frequency: float = 0.1, starts: int = 4, seed: int = 0, max_iterations: int = 150,
              samples: int = 120, constraint_samples: int = 200, margin: float = 0.002,
              progress: bool = True, initial: FourierTrajectory | None = None) -> OptimisationResult:
     """Minimise the condition number of the column-normalised base regressor (Wang 2019 section IV).
 
-    ``starts`` short SLSQP explorations from seeded random feasible starts, then a
-    polish of the best (``max_iterations``); ``initial`` (a feasible rest-to-rest
-    trajectory, e.g. a shipped one) competes with the starts' results for the polish.
+    ``starts`` short SLSQP explorations of the soft log cond from seeded random
+    feasible starts, then a polish of the best in the epigraph form of the true
+    log cond (``max_iterations``); ``initial`` (a feasible rest-to-rest trajectory,
+    e.g. a shipped one) competes with the starts' results for the polish.
     """
     if harmonics < 2:
         raise SolverError(f"harmonics must be at least 2 (a rest-to-rest trajectory needs them), got {harmonics}")
@@ -237,50 +345,32 @@ def optimise(model: ArmModel, limits: list[CoordinateLimit], boxes: list[Cartesi
         raise SolverError(f"{model.description.path}: no limits: refusing to optimise an unbounded trajectory")
     start_time = time.perf_counter()
     problem = _Problem(model, harmonics, base_frequency, limits, boxes, samples, constraint_samples, margin)
+    search = _Search(problem, progress)
     rng = np.random.default_rng(seed)
-    constraints = [{"type": "ineq", "fun": lambda x: problem.h - problem.G @ x, "jac": lambda x: -problem.G}]
-    if boxes:
-        constraints.append({"type": "ineq", "fun": problem.cartesian})
-
-    def feasible(x) -> bool:
-        return bool(np.all(problem.G @ x <= problem.h + 1e-9) and (not boxes or np.all(problem.cartesian(x) >= -1e-9)))
-
-    best, best_value, per_start = None, np.inf, []
+    candidates, per_start = [], []
     if initial is not None:
-        best = problem.variables(initial)
-        if not feasible(best):
+        x = problem.variables(initial)
+        if not search.feasible(x):
             raise SolverError("initial trajectory: outside the limits (with the optimiser's margin)")
-        best_value = problem.true_cond(best)
+        candidates.append((problem.true_cond(x), x))
     explore = max(1, max_iterations // 4)
-    plan = [(rng, explore)] * starts + [(None, max_iterations)]  # short explorations, then polish the best
-    for s, (start_rng, iterations) in enumerate(plan):
-        x0 = problem.feasible_start(start_rng) if start_rng is not None else best
-        # SLSQP's iterates are not monotone (the sign of the velocity switches
-        # friction columns): keep the best feasible iterate of each start.
-        state = {"iteration": 0, "x": x0, "value": problem.true_cond(x0)}
-
-        def report(x, s=s, state=state):
-            state["iteration"] += 1
-            value = problem.true_cond(x)
-            if value < state["value"] and feasible(x):
-                state["x"], state["value"] = x.copy(), value
-            if progress:
-                print(f"\r  {_label(s, starts)}  iteration {state['iteration']:4d}  condition number "
-                      f"{value:9.1f}  best {state['value']:9.1f}", end="", file=sys.stderr, flush=True)
-
-        result = scipy.optimize.minimize(problem.objective, x0, jac=problem.gradient, method="SLSQP",
-                                         constraints=constraints, callback=report,
-                                         options={"maxiter": iterations, "ftol": 1e-7})
-        report(result.x)
-        if start_rng is not None:
-            per_start.append(state["value"])
+    for s in range(starts):
+        x, value, its = search.run(problem.feasible_start(rng), explore, _label(s, starts))
+        per_start.append(value)
         if progress:
-            print(f"\r  {_label(s, starts)}: condition number {state['value']:9.1f} after "
-                  f"{state['iteration']} iterations" + " " * 20, file=sys.stderr, flush=True)
-        if state["value"] < best_value:
-            best, best_value = state["x"], state["value"]
-    if best is None:
+            print(f"\r  {_label(s, starts)}: condition number {value:9.1f} after {its} iterations" + " " * 20,
+                  file=sys.stderr, flush=True)
+        if np.isfinite(value):
+            candidates.append((value, x))
+    if not candidates:
         raise SolverError("no start converged to a trajectory within the limits")
+    best_value, best = min(candidates, key=lambda c: c[0])
+    x, value, its = search.run(best, max_iterations, _label(starts, starts), None, EXTREMES)
+    if progress:
+        print(f"\r  {_label(starts, starts)}: condition number {value:9.1f} after {its} iterations" + " " * 20,
+              file=sys.stderr, flush=True)
+    if value < best_value:
+        best, best_value = x, value
     # Between the constraint times a limit can be crossed by a hair: impose the
     # limits also where the 1 kHz check finds them crossed and polish again (a
     # few rounds); only then, if needed, shrink the harmonics about the mean.
@@ -289,20 +379,9 @@ def optimise(model: ArmModel, limits: list[CoordinateLimit], boxes: list[Cartesi
         if len(times) == 0:
             break
         problem.add_times(times)
-        state = {"iteration": 0, "x": best, "value": np.inf}
-
-        def keep_best(x, state=state):
-            if np.all(problem.G @ x <= problem.h + 1e-9) and (not boxes or np.all(problem.cartesian(x) >= -1e-9)):
-                value = problem.true_cond(x)
-                if value < state["value"]:
-                    state["x"], state["value"] = x.copy(), value
-
-        result = scipy.optimize.minimize(problem.objective, best, jac=problem.gradient, method="SLSQP",
-                                         constraints=constraints, callback=keep_best,
-                                         options={"maxiter": max(10, max_iterations // 5), "ftol": 1e-7})
-        keep_best(result.x)
-        if np.isfinite(state["value"]):
-            best = state["x"]
+        x, value, _ = search.run(best, max(10, max_iterations // 5), "limits", None, EXTREMES)
+        if np.isfinite(value):
+            best = x
     # Last resort: shrink the harmonics about the mean position until the 1 kHz check passes.
     center = best.reshape(problem.n, problem.k).copy()
     center[:, 1:] = 0.0
