@@ -345,3 +345,39 @@ def test_bad_start_exits_with_status_2(ros_env, tmp_path):
         errors = [line for line in out.splitlines() if line.startswith("error:")]
         assert len(errors) == 1 and message in errors[0], out
         assert "Traceback" not in out, out
+
+
+@pytest.mark.ros
+def test_no_command_until_the_builtin_compensation_can_be_turned_off(ros_env, rclpy_context, tmp_path):
+    """With nothing subscribed to use_gravity_compensation the 'off' would be lost and the arm would get its
+    gravity twice: the node waits (and says so); once the arm's subscriber appears, 'off' comes first."""
+    from sensor_msgs.msg import JointState
+    from std_msgs.msg import Bool
+
+    from dvrk_ident_ros.nodes.common import STATE_QOS
+
+    path, _ = _gc_file(tmp_path)
+    q, qd = np.array([0.1, 0.3, -0.2, 0.4, -0.3, 0.2, 0.0]), np.zeros(7)
+    probe = Probe(rclpy_context, "gc_test_no_builtin_subscriber")
+    measured = probe.node.create_publisher(JointState, MEASURED, STATE_QOS)
+    servo_jf = probe.collect(JointState, SERVO_JF)
+    with running(_gc_node(path, "ramp_in_time:=0.0"), ros_env) as proc:
+        assert probe.wait_for_graph(proc, publishers=[SERVO_JF], subscribers=[measured]), output_of(proc)
+        for k in range(100):
+            measured.publish(_state(k, q, qd))
+            probe.spin_for(0.005)
+        probe.spin_for(0.2)
+        assert not servo_jf, f"{len(servo_jf)} commands with the dVRK's compensation possibly on"
+        builtin = probe.collect(Bool, BUILTIN)
+        assert probe.wait_for_graph(proc, publishers=[BUILTIN]), output_of(proc)
+        k = 100
+        while not servo_jf and k < 400:
+            measured.publish(_state(k, q, qd))
+            probe.spin_for(0.005)
+            k += 1
+        probe.spin_for(0.1)
+        assert servo_jf, output_of(proc)
+        assert builtin and builtin[0][1].data is False and builtin[0][0] <= servo_jf[0][0], builtin
+    out = output_of(proc)
+    probe.close()
+    assert "nothing subscribes /MTML/use_gravity_compensation: not commanding" in out, out

@@ -34,15 +34,20 @@ class CompensationSupervisor:
         self.scale = 0.0
         self._ramp_start: float | None = None
         self._last_arrival: float | None = None
+        self._last_stamp: float | None = None
         self._intervals: deque[float] = deque(maxlen=64)
-        self.period = 0.01  # s, nominal state period (estimated from arrivals)
+        self.period = 0.01  # s, nominal state period (estimated from the stamps)
         self.stale_events = 0
 
     def on_state(self, arrival: float, stamp: float) -> float:
-        """A valid state arrived (``arrival``: monotonic s; ``stamp``: its header time, s). Returns the scale."""
-        if self._last_arrival is not None:
-            self._intervals.append(arrival - self._last_arrival)
-        self._last_arrival = arrival
+        """A valid state arrived (``arrival``: monotonic s; ``stamp``: its header time, s). Returns the scale.
+
+        The nominal period comes from the stamps (the publisher's clock): samples the transport delivers in a
+        burst arrive microseconds apart, and a period estimated from arrivals would make the watchdog trip on
+        the next ordinary gap."""
+        if self._last_stamp is not None and stamp > self._last_stamp:
+            self._intervals.append(stamp - self._last_stamp)
+        self._last_arrival, self._last_stamp = arrival, stamp
         if self.state in (STOPPED, FADING_OUT):
             self.state = RAMP_IN
             ramp = self.settings.ramp_in_time

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 from rclpy.clock import Clock, ClockType
+from rclpy.duration import Duration
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool
@@ -148,6 +149,8 @@ class GravityCompensationNode(Node):
         stamp = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec or arrival
         sup = self.supervisor
         was = sup.state
+        if was == STOPPED and not self._take_over():
+            return None
         scale = sup.on_state(arrival, stamp)
         if self.answered < 64 or not self.answered & 63:  # a median of 64 intervals: not on every sample
             sup.update_period()
@@ -158,8 +161,6 @@ class GravityCompensationNode(Node):
         command.effort = total[:n]
         self._servo_jf.publish(command)
         self.answered += 1
-        if was == STOPPED:
-            self._hand_over(builtin=False)
         if self.publish_diagnostics:
             self._publish_diagnostics(msg.header.stamp, start)
 
@@ -177,6 +178,23 @@ class GravityCompensationNode(Node):
         self._diagnostics.publish(d)
 
     # -- watchdog, hand-over --------------------------------------------------------
+    def _take_over(self) -> bool:
+        """Turn the dVRK's own compensation off, delivered, before our first command: never both at once.
+
+        False (no command) while nothing subscribes ``use_gravity_compensation``: a message sent before the
+        arm's subscription is matched is lost, and the arm would get its gravity twice."""
+        if not self.disable_builtin:
+            return True
+        if self._builtin.get_subscription_count() == 0:
+            self.get_logger().warning(
+                f"nothing subscribes /{self.arm}/use_gravity_compensation: not commanding, the dVRK's own "
+                "compensation may be on (disable_builtin:=false if the arm has none)", throttle_duration_sec=2.0)
+            return False
+        self._builtin.publish(Bool(data=False))
+        if not self._builtin.wait_for_all_acked(Duration(seconds=0.1)):
+            self.get_logger().warning(f"/{self.arm}/use_gravity_compensation false not acknowledged within 0.1 s")
+        return True
+
     def _hand_over(self, builtin: bool) -> None:
         if self.disable_builtin:
             self._builtin.publish(Bool(data=builtin))
