@@ -3,7 +3,8 @@ the drift test in simulation, and the simulated arm's real-time factor under /cl
 
 - Latency: another process publishes measured_js at 1 kHz for
   DVRK_IDENT_BENCH_LATENCY_SECONDS (default 60) and times each servo_jf answer
-  (same stamp); first a bare rclpy echo node (the baseline), then the
+  (same stamp); first the transport's floor (one hop to a bare receiver), then
+  a bare rclpy echo node (the baseline round trip), then the
   gravity_compensation node; p50/p99/max, answered/sent and the node's CPU.
 - Drift: the simulated MTML collects the shipped grid (every 10th pose), MLSE
   fits it, and the compensation law alone holds >= 100 random poses within the
@@ -39,6 +40,8 @@ def _latency_run(label: str, node: NodeProcess, duration: float, pose: list[floa
     p50, p99 = 1e3 * r.percentile(50), 1e3 * r.percentile(99)
     print(f"  {label:<28} sent {r.sent:6d} answered {r.answered:6d}  latency p50 {p50:.3f} ms  p99 {p99:.3f} ms  "
           f"max {1e3 * r.latencies.max():.2f} ms  CPU {100 * cpu:.0f} % of a core")
+    if r.unanswered:
+        print(f"  {'':<28} unanswered samples (sending order): {r.unanswered[:10]}")
     return r.answered == r.sent, p99
 
 
@@ -63,6 +66,13 @@ def latency() -> bool:
     with tempfile.TemporaryDirectory() as tmp:
         logs = Path(tmp)
         print(f"  measured_js at 1 kHz for {duration:.0f} s from another process, answer = servo_jf with its stamp")
+        with NodeProcess("hop_receiver", {"arm": ARM}, log_dir=logs, env=env, module="bench.hop_receiver") as hop:
+            time.sleep(3.0)
+            probe(ARM, duration, 1000.0, pose=pose)
+            hop.stop()
+            floor = [line for line in hop.log_path.read_text().splitlines() if line.startswith("one-hop")]
+        print(f"  {'transport floor, one hop':<28} " + (floor[0] if floor else f"no result: {hop.tail()}")
+              + " ms (a round trip is two hops)")
         with NodeProcess("echo", {"arm": ARM}, log_dir=logs, env=env, module="bench.echo_node") as echo:
             _latency_run("bare rclpy echo node", echo, duration, pose)
         gc_file = _gc_file(logs)

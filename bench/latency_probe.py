@@ -20,6 +20,7 @@ class LatencyResult:
     sent: int
     answered: int
     latencies: np.ndarray  # s
+    unanswered: list[int]  # indices (in sending order) of the samples never answered
 
     def percentile(self, p: float) -> float:
         return float(np.percentile(self.latencies, p)) if self.latencies.size else float("nan")
@@ -33,6 +34,7 @@ def probe(arm: str, duration: float, rate: float = 1000.0, joints: int = 7, sett
     from builtin_interfaces.msg import Time
     from rclpy.experimental import EventsExecutor
     from sensor_msgs.msg import JointState
+    from std_msgs.msg import Bool
 
     from dvrk_ident_ros.nodes.common import STATE_QOS
 
@@ -48,6 +50,8 @@ def probe(arm: str, duration: float, rate: float = 1000.0, joints: int = 7, sett
         received.setdefault(msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec, time.monotonic_ns())
 
     node.create_subscription(JointState, f"/{arm}/servo_jf", on_answer, STATE_QOS)
+    # as the dVRK does: the compensation commands only once it can turn the arm's own compensation off
+    node.create_subscription(Bool, f"/{arm}/use_gravity_compensation", lambda msg: None, 10)
     executor = EventsExecutor(context=context)
     executor.add_node(node)
     sent: list[int] = []
@@ -94,4 +98,4 @@ def probe(arm: str, duration: float, rate: float = 1000.0, joints: int = 7, sett
     context.try_shutdown()
     gc.enable()
     lat = np.array([(received[s] - s) * 1e-9 for s in sent if s in received])
-    return LatencyResult(len(sent), int(lat.size), lat)
+    return LatencyResult(len(sent), int(lat.size), lat, [k for k, s in enumerate(sent) if s not in received])

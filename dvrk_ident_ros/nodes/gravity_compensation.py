@@ -26,7 +26,6 @@ from pathlib import Path
 
 import numpy as np
 from rclpy.clock import Clock, ClockType
-from rclpy.duration import Duration
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool
@@ -179,7 +178,7 @@ class GravityCompensationNode(Node):
 
     # -- watchdog, hand-over --------------------------------------------------------
     def _take_over(self) -> bool:
-        """Turn the dVRK's own compensation off, delivered, before our first command: never both at once.
+        """Turn the dVRK's own compensation off before our first command: never both at full strength.
 
         False (no command) while nothing subscribes ``use_gravity_compensation``: a message sent before the
         arm's subscription is matched is lost, and the arm would get its gravity twice."""
@@ -190,9 +189,7 @@ class GravityCompensationNode(Node):
                 f"nothing subscribes /{self.arm}/use_gravity_compensation: not commanding, the dVRK's own "
                 "compensation may be on (disable_builtin:=false if the arm has none)", throttle_duration_sec=2.0)
             return False
-        self._builtin.publish(Bool(data=False))
-        if not self._builtin.wait_for_all_acked(Duration(seconds=0.1)):
-            self.get_logger().warning(f"/{self.arm}/use_gravity_compensation false not acknowledged within 0.1 s")
+        self._builtin.publish(Bool(data=False))  # before the first command; the ramp-in covers any overlap
         return True
 
     def _hand_over(self, builtin: bool) -> None:
