@@ -87,7 +87,7 @@ def test_bag_of_the_player_keeps_only_the_excitation(tmp_path):
     data = load_dataset(bag, dvrk_from_motor=A)
     inside = (t >= 1000.5) & (t <= 1001.0)
     assert np.allclose(data.t, t[inside]) and np.allclose(data.q @ A.T, q[inside])
-    assert "PLAYING window" in data.source
+    assert "PLAYING windows" in data.source
     assert load_bag(bag, A, playing_only=False).samples == 400
     late = _bag_with_player_status(tmp_path / "late", t, q, qd, tau, [(1005.0, 2)])
     with pytest.raises(DataError, match="no /MTML/measured_js samples while the player was playing"):

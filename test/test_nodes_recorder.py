@@ -154,6 +154,7 @@ def test_node_records_every_message_and_finalises_on_sigint(ros_env, rclpy_conte
         assert statuses, f"no recorder status:\n{output_of(proc)}"
         assert statuses[-1].recording and statuses[-1].bag_path == str(bag_path)
         player.publish(PlayerStatus(arm="PSM1", trajectory_file="traj.csv", phase=PlayerStatus.PHASE_PLAYING))
+        time.sleep(0.1)  # as the player does: its PLAYING status, then the motion (another topic: no ordering)
         msg = JointState(name=[f"j{i}" for i in range(6)], velocity=[0.0] * 6, effort=[0.0] * 6)
         jaw_msg = JointState(name=["jaw"], velocity=[0.0], effort=[0.0])
         start = time.monotonic()
@@ -164,6 +165,7 @@ def test_node_records_every_message_and_finalises_on_sigint(ros_env, rclpy_conte
             measured.publish(msg)
             jaw.publish(jaw_msg)
             time.sleep(max(0.0, start + (k + 1) * 1e-3 - time.monotonic()))
+        time.sleep(0.1)
         player.publish(PlayerStatus(arm="PSM1", trajectory_file="traj.csv", phase=PlayerStatus.PHASE_DONE))
         assert measured.wait_for_all_acked(Duration(seconds=5))
         deadline = time.monotonic() + 8.0

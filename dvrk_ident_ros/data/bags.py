@@ -85,9 +85,11 @@ def find_arm_topic(path: Path) -> str:
 
 
 def playing_windows(path: Path) -> list[tuple[float, float]]:
-    """(start, end) times (s) of each stretch the player reported PHASE_PLAYING; [] without player status.
+    """(start, end) log times (s) of each stretch the player reported PHASE_PLAYING; [] without player status.
 
-    A window runs from its first PLAYING status to the first status after it in another phase."""
+    A window runs from its first PLAYING status to the first status after it in another phase. Log times
+    (when the recorder received each message) put the player's status and the arm's state on one clock,
+    whatever clocks their publishers stamp with."""
     from rosbags.rosbag2 import Reader
 
     from dvrk_ident_ros.data.interfaces import typestore
@@ -100,9 +102,7 @@ def playing_windows(path: Path) -> list[tuple[float, float]]:
                 return []
             store = typestore()
             for connection, stamp, raw in reader.messages(connections=connections):
-                msg = store.deserialize_cdr(raw, connection.msgtype)
-                header = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
-                phases.append((header if header > 0 else stamp * 1e-9, int(msg.phase)))
+                phases.append((stamp * 1e-9, int(store.deserialize_cdr(raw, connection.msgtype).phase)))
     except Exception as exc:  # rosbags raises many types for unreadable bags
         raise DataError(f"{path}: cannot read the player status: {exc}") from exc
     phases.sort()
@@ -118,6 +118,15 @@ def playing_windows(path: Path) -> list[tuple[float, float]]:
     return windows
 
 
+def _log_times(path: Path, topic: str) -> np.ndarray:
+    """When the recorder received each message of ``topic`` (s), in bag order (nothing deserialised)."""
+    from rosbags.rosbag2 import Reader
+
+    with Reader(path) as reader:
+        connections = [c for c in reader.connections if c.topic == topic]
+        return np.array([stamp * 1e-9 for _, stamp, _ in reader.messages(connections=connections)])
+
+
 def load_bag(path: Path, dvrk_from_motor: np.ndarray, topic: str | None = None, playing_only: bool = True) -> Dataset:
     """Load an arm's recording; ``dvrk_from_motor`` is the arm's A (n x n).
 
@@ -128,12 +137,13 @@ def load_bag(path: Path, dvrk_from_motor: np.ndarray, topic: str | None = None, 
     source = f"{path}:{topic}"
     windows = playing_windows(path) if playing_only else []
     if windows:
-        start, end = max(windows, key=lambda w: min(w[1], t[-1]) - w[0])
-        inside = (t >= start) & (t <= end)
+        logged = _log_times(path, topic)
+        start, end = max(windows, key=lambda w: min(w[1], logged.max()) - w[0])
+        inside = (logged >= start) & (logged <= end)
         if inside.sum() < 2:
             raise DataError(f"{path}: no {topic} samples while the player was playing ({start:.3f}-{end:.3f} s)")
         t, q, qd, tau = t[inside], q[inside], qd[inside], tau[inside]
-        source += f" (player's PLAYING window {start:.2f}-{min(end, t[-1]):.2f} s of {len(windows)})"
+        source += f" (the longest of {len(windows)} PLAYING windows of the player: {len(t)} samples)"
     n = dvrk_from_motor.shape[0]
     jaw_topic = topic.replace("/measured_js", "/jaw/measured_js")
     if q.shape[1] == n - 1 and jaw_topic in _topics(path):  # PSM: the jaw is published separately
