@@ -17,11 +17,8 @@ from pathlib import Path
 import numpy as np
 
 from dvrk_ident_ros.data.dataset import Dataset
+from dvrk_ident_ros.data.interfaces import JOINT_STATE, PHASE_PLAYING, PLAYER_STATUS
 from dvrk_ident_ros.errors import DataError
-
-JOINT_STATE = "sensor_msgs/msg/JointState"
-PLAYER_STATUS = "dvrk_ident/msg/PlayerStatus"
-PHASE_PLAYING = 2  # PlayerStatus.PHASE_PLAYING
 
 
 def _typestore():
@@ -32,10 +29,15 @@ def _typestore():
 
 def read_joint_states(path: Path, topic: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[str]]:
     """Time (s), position, velocity, effort arrays of one JointState topic."""
+    return _read_joint_states(path, topic)[:5]
+
+
+def _read_joint_states(path: Path, topic: str):
+    """:func:`read_joint_states` and, last, when the recorder received each message (log time, s)."""
     from rosbags.rosbag2 import Reader
 
     store = _typestore()
-    t, pos, vel, eff = [], [], [], []
+    t, pos, vel, eff, logged = [], [], [], [], []
     names: list[str] = []
     try:
         with Reader(path) as reader:
@@ -49,6 +51,7 @@ def read_joint_states(path: Path, topic: str) -> tuple[np.ndarray, np.ndarray, n
                 msg = store.deserialize_cdr(raw, connection.msgtype)
                 header = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
                 t.append(header if header > 0 else stamp * 1e-9)
+                logged.append(stamp * 1e-9)
                 pos.append(np.asarray(msg.position, dtype=float))
                 vel.append(np.asarray(msg.velocity, dtype=float))
                 eff.append(np.asarray(msg.effort, dtype=float))
@@ -62,7 +65,7 @@ def read_joint_states(path: Path, topic: str) -> tuple[np.ndarray, np.ndarray, n
     width = {len(p) for p in pos}
     if len(width) != 1 or {len(v) for v in vel} != width or {len(e) for e in eff} != width:
         raise DataError(f"{path}: {topic} messages have inconsistent lengths (position/velocity/effort)")
-    return np.asarray(t), np.vstack(pos), np.vstack(vel), np.vstack(eff), names
+    return np.asarray(t), np.vstack(pos), np.vstack(vel), np.vstack(eff), names, np.asarray(logged)
 
 
 def _topics(path: Path) -> list[str]:
@@ -118,26 +121,16 @@ def playing_windows(path: Path) -> list[tuple[float, float]]:
     return windows
 
 
-def _log_times(path: Path, topic: str) -> np.ndarray:
-    """When the recorder received each message of ``topic`` (s), in bag order (nothing deserialised)."""
-    from rosbags.rosbag2 import Reader
-
-    with Reader(path) as reader:
-        connections = [c for c in reader.connections if c.topic == topic]
-        return np.array([stamp * 1e-9 for _, stamp, _ in reader.messages(connections=connections)])
-
-
 def load_bag(path: Path, dvrk_from_motor: np.ndarray, topic: str | None = None, playing_only: bool = True) -> Dataset:
     """Load an arm's recording; ``dvrk_from_motor`` is the arm's A (n x n).
 
     ``playing_only``: with player status in the bag, keep the samples of its longest PLAYING window."""
     path = Path(path)
     topic = topic or find_arm_topic(path)
-    t, q, qd, tau, _ = read_joint_states(path, topic)
+    t, q, qd, tau, _, logged = _read_joint_states(path, topic)
     source = f"{path}:{topic}"
     windows = playing_windows(path) if playing_only else []
     if windows:
-        logged = _log_times(path, topic)
         start, end = max(windows, key=lambda w: min(w[1], logged.max()) - w[0])
         inside = (logged >= start) & (logged <= end)
         if inside.sum() < 2:

@@ -13,6 +13,8 @@ from dvrk_ident_ros.errors import EnvironmentSetupError
 
 PLAYER_STATUS = "dvrk_ident/msg/PlayerStatus"
 JOINT_STATE = "sensor_msgs/msg/JointState"
+PHASE_PLAYING = 2  # PlayerStatus.PHASE_PLAYING: a Fourier trajectory streaming
+PHASE_SAMPLING = 5  # PlayerStatus.PHASE_SAMPLING: a pose-grid sampling window
 
 
 @lru_cache(maxsize=1)

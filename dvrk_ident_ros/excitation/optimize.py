@@ -267,10 +267,10 @@ class _Search:
     def _linear(self, extra: int) -> list[dict]:
         p = self.problem
         pad = np.zeros((len(p.h), extra))
-        out = [{"type": "ineq", "fun": lambda z: p.h - p.G @ z[:len(z) - extra] if extra else p.h - p.G @ z,
+        out = [{"type": "ineq", "fun": lambda z: p.h - p.G @ z[:len(z) - extra],
                 "jac": lambda z: -np.hstack([p.G, pad])}]
         if p.boxes:
-            out.append({"type": "ineq", "fun": lambda z: p.cartesian(z[:len(z) - extra] if extra else z)})
+            out.append({"type": "ineq", "fun": lambda z: p.cartesian(z[:len(z) - extra])})
         return out
 
     def run(self, x0: np.ndarray, iterations: int, label: str, p: float | None = SOFTNESS,
@@ -284,7 +284,7 @@ class _Search:
         extra = 2 if m else 0
 
         def report(z: np.ndarray) -> None:
-            x = z[:len(z) - extra] if extra else z
+            x = z[:len(z) - extra]
             state["iteration"] += 1
             value = problem.true_cond(x)
             if value < state["value"] and self.feasible(x):

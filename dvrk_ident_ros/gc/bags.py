@@ -13,12 +13,10 @@ from pathlib import Path
 
 import numpy as np
 
-from dvrk_ident_ros.data.interfaces import JOINT_STATE, PLAYER_STATUS, typestore
+from dvrk_ident_ros.data.interfaces import JOINT_STATE, PHASE_SAMPLING, PLAYER_STATUS, typestore
 from dvrk_ident_ros.errors import DataError
 from dvrk_ident_ros.excitation.files import load_grid
 from dvrk_ident_ros.gc.data import PoseData, robust_mean
-
-PHASE_SAMPLING = 5  # PlayerStatus.PHASE_SAMPLING
 
 
 def _stamp(msg, recv_ns: int) -> float:

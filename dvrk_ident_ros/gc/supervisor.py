@@ -5,10 +5,10 @@ linearly to 1 over ``ramp_in_time`` of state time), ACTIVE, FADING_OUT
 (state went stale: the last torques fade to zero over ``fade_out_time``),
 STOPPED (nothing is commanded). Stale means no state for more than
 ``stale_periods - 1`` nominal periods; checked by a deadline
-(:meth:`CompensationSupervisor.deadline`, ``stale_periods - 1/2`` periods after
-the last sample), the watchdog engages within ``stale_periods`` periods. State arriving again ramps back up
-from the current scale at the ramp-in rate, so a single late sample costs a
-dip of a fraction of a percent, not a restart.
+(:meth:`CompensationSupervisor.deadline`, ``stale_periods - 1/2`` periods
+after the last sample), the watchdog engages within ``stale_periods`` periods.
+State arriving again ramps back up from the current scale at the ramp-in rate,
+so a single late sample costs a dip of a fraction of a percent, not a restart.
 """
 from __future__ import annotations
 

@@ -108,7 +108,6 @@ class GravityCompensationNode(Node):
         # first sample. One Python thread only: a watchdog thread would cost the hot path up to a GIL switch
         # interval (5 ms).
         self._last_tick = time.monotonic()
-        self._watchdog_ns = 0
         self._watchdog = self.create_timer(1.0, self._on_watchdog, clock=Clock(clock_type=ClockType.STEADY_TIME),
                                            autostart=False)
         self.get_logger().info(
@@ -198,9 +197,8 @@ class GravityCompensationNode(Node):
 
     def _arm_watchdog(self, period_ns: int) -> None:
         """(Re)start the watchdog timer: ``period_ns`` from now, then every ``period_ns``."""
-        if period_ns != self._watchdog_ns:
+        if period_ns != self._watchdog.timer_period_ns:
             self._watchdog.timer_period_ns = period_ns
-            self._watchdog_ns = period_ns
         self._watchdog.reset()
 
     def _on_watchdog(self) -> None:
