@@ -168,8 +168,9 @@ def predict(result: IdentificationResult, data: Dataset, model: ArmModel | None 
     """Predicted motor torques (N x n) for every sample, from recorded positions and velocities.
 
     Positions and velocities are low-pass filtered with the file's settings
-    (no trimming: one prediction per input sample); accelerations come from
-    the filtered velocities; the known torques (MTM cable) are included. The
+    (no trimming: one prediction per input sample; padded so the filtered
+    states keep their slope up to the edges); accelerations come from the
+    filtered velocities; the known torques (MTM cable) are included. The
     predicted torque passes through the same zero-phase low-pass as the
     measured torques it is fitted to and compared with: the model's Coulomb
     term switches instantly, the filtered measurement cannot.
@@ -177,8 +178,11 @@ def predict(result: IdentificationResult, data: Dataset, model: ArmModel | None 
     model = model or model_for(result)
     settings = FilterSettings(**result.filter)
     fs = data.rate
-    q = lowpass(data.q, fs, settings.cutoff_hz, settings.order)
-    qd = lowpass(data.qd, fs, settings.cutoff_hz, settings.order)
+    # The states are filtered to the very edges (settled padding): the raw torque
+    # predicted from them then matches the raw measured torque there, and the
+    # evaluation filter applied to both leaves them the same edge transients.
+    q = lowpass(data.q, fs, settings.cutoff_hz, settings.order, settle=True)
+    qd = lowpass(data.qd, fs, settings.cutoff_hz, settings.order, settle=True)
     qdd = np.gradient(qd, data.t, axis=0)
     tau = model.base_regressor(q, qd, qdd) @ result.base + model.known_torques(q)
     tau = lowpass(tau, fs, settings.cutoff_hz, settings.order)
