@@ -88,6 +88,37 @@ def test_objective_gradients_match_central_differences():
     assert J @ u == pytest.approx(fd, rel=1e-3, abs=1e-4)
 
 
+def test_limit_rows_are_the_1khz_check_with_exact_gradients():
+    """Each window's extremes: their worst slack is the dense check's worst margin, and
+    their Jacobian is the basis row at the extreme (checked by central differences)."""
+    model = load_model("mtm")
+    limits = coordinate_limits(model)
+    problem = _Problem(model, 6, 0.1, limits, [], 60, 100, 0.0)
+    x = problem.feasible_start(np.random.default_rng(2))
+    slack, J = problem.limit_slack(x)
+    assert slack.min() == pytest.approx(min(m.margin for m in verify(model, problem.trajectory(x), limits, [])),
+                                        abs=1e-12)
+    u = np.random.default_rng(3).normal(size=len(x))
+    h = 1e-7
+    fd = (problem.limit_slack(x + h * u)[0] - problem.limit_slack(x - h * u)[0]) / (2 * h)
+    assert np.allclose(J @ u, fd, atol=1e-5 * np.abs(fd).max())
+
+
+def test_overshooting_iterates_are_pulled_inside_along_the_segment_to_the_centre():
+    model = load_model("mtm")
+    limits = coordinate_limits(model)
+    problem = _Problem(model, 6, 0.1, limits, [], 60, 100, 0.0)
+    x = problem.feasible_start(np.random.default_rng(4))
+    assert np.array_equal(problem.pull_inside(x), x)  # already inside: untouched
+    far = problem.center + 3.0 * (x - problem.center)
+    inside = problem.pull_inside(far)
+    worst = min(m.margin for m in verify(model, problem.trajectory(inside), limits, []))
+    assert -1e-12 <= worst < 1e-9  # on the boundary, not short of it
+    moved = np.abs(far - problem.center) > 0
+    fraction = (inside - problem.center)[moved] / (far - problem.center)[moved]
+    assert 0 < fraction[0] < 1 and np.allclose(fraction, fraction[0])
+
+
 def test_refining_a_trajectory_never_makes_it_worse():
     """--initial: a feasible trajectory competes for the polish; one of another form is refused."""
     model = load_model("psm_simplified")

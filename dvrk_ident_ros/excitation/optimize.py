@@ -5,10 +5,17 @@ W_b (eq. 21) over the Fourier coefficients of a rest-to-rest trajectory (eq. 22)
 with SLSQP: short explorations of a smooth soft-max bound of log cond from several
 random feasible starts, then a polish of the best in the epigraph form of the
 true log cond. Gradients are exact up to the regressor's own forward differences
-in q, qd, qdd (chain rule through the normalisation and the Fourier basis). Position and speed limits of every
-limited coordinate are linear in the coefficients and imposed exactly (with
-their analytic Jacobian) on a grid of constraint times; Cartesian boxes use
-forward kinematics. The answer is then verified at 1 kHz over a whole period.
+in q, qd, qdd (chain rule through the normalisation and the Fourier basis).
+
+Position and speed limits of every limited coordinate are linear in the
+coefficients; they are semi-infinite (every instant of the period), and are
+imposed on the 1 kHz grid the answer is verified on: the period is cut into
+windows and each window contributes its extreme value of every limited
+coordinate and speed, with the exact gradient at that instant (the basis row;
+an interior extremum is stationary in time, so moving it costs nothing to
+first order). Few rows, and no limit crossed between constraint points.
+Cartesian boxes use forward kinematics on a coarser grid. The answer is then
+verified at 1 kHz over a whole period.
 """
 from __future__ import annotations
 
@@ -34,6 +41,12 @@ CHECK_RATE = 1000.0  # Hz: the dense verification of every limit
 SOFTNESS = 8.0  # p of the soft maximum / minimum of the Gram eigenvalues
 EXTREMES = 8  # Gram eigenvalues at each end bounded in the epigraph polish
 STATE_STEP = 1e-6  # forward-difference step of the regressor in q, qd, qdd
+WINDOW = 0.1  # s: each window of the period gives the extremes of every limited coordinate
+# Fraction of each position range (and of each speed limit) left free. The
+# limit tables are already the excitation limits and the constraints hold on
+# the 1 kHz verification grid; the margin covers the rounding of the player's
+# conversions between motor and dVRK coordinates, and what a 1 kHz grid misses.
+LIMIT_MARGIN = 1e-4
 
 
 def sample_times(period: float, samples: int) -> np.ndarray:
@@ -93,8 +106,9 @@ class _Problem:
         self.proto = proto
         self.margin = margin
         tc = np.linspace(0.0, proto.period, constraint_samples, endpoint=False)
-        self.G, self.h = self._rows(tc)  # G x <= h
+        self.G, self.h = self._rows(tc)  # G x <= h on a coarse grid: for building starts only
         self.tc = tc
+        self._dense_limits()
         ts = sample_times(proto.period, samples)
         self.bases = [proto.basis(ts, order) for order in range(3)]
 
@@ -114,10 +128,69 @@ class _Problem:
                 rhs += [np.full(len(times), lim.max_speed * (1 - self.margin))] * 2
         return np.vstack(rows), np.concatenate(rhs)
 
-    def add_times(self, times: np.ndarray) -> None:
-        """Impose the limits at more times (where a dense check found them crossed)."""
-        G, h = self._rows(np.asarray(times, dtype=float))
-        self.G, self.h = np.vstack([self.G, G]), np.concatenate([self.h, h])
+    def _dense_limits(self) -> None:
+        """The 1 kHz grid of :func:`verify`, cut into windows of about ``WINDOW`` seconds."""
+        td = np.arange(0.0, self.proto.period, 1.0 / CHECK_RATE)
+        self.dense = [self.proto.basis(td, order) @ self.T for order in (0, 1)]  # (times, k)
+        windows = max(1, round(self.proto.period / WINDOW))
+        self.per_window = -(-len(td) // windows)
+        # every window gets per_window samples; the last is padded with copies of the last instant
+        self.padded = np.minimum(np.arange(windows * self.per_window), len(td) - 1).reshape(windows, -1)
+        self.C = np.array([lim.coefficients for lim in self.limits])  # (limits, n)
+        span = np.array([lim.upper - lim.lower for lim in self.limits])
+        upper = np.array([lim.upper - lim.offset for lim in self.limits]) - self.margin * span
+        lower = np.array([lim.lower - lim.offset for lim in self.limits]) + self.margin * span
+        speed = np.array([lim.max_speed for lim in self.limits]) * (1 - self.margin)
+        self.sides = []  # (basis, sign, which limits, bound): rows sign * c <= bound
+        for B, sign, bound in ((self.dense[0], 1.0, upper), (self.dense[0], -1.0, -lower),
+                               (self.dense[1], 1.0, speed), (self.dense[1], -1.0, speed)):
+            keep = np.isfinite(bound)
+            self.sides.append((B, sign, keep, bound[keep]))
+        self.center = np.zeros((self.n, self.k))  # at rest mid-range: inside every limit
+        mid = np.array([(lim.lower + lim.upper) / 2 - lim.offset for lim in self.limits])
+        self.center[:, 0] = np.linalg.lstsq(self.C, mid, rcond=None)[0]
+        self.center = self.center.ravel()
+        self._limit_cache: dict = {}
+
+    def pull_inside(self, x: np.ndarray) -> np.ndarray:
+        """x itself if it respects every limit on the 1 kHz grid, else the point nearest to
+        it on the segment from the centre (at rest mid-range) that does. SLSQP moves each
+        window's extreme in time as it steps, so its iterates overshoot by a second-order
+        amount: the limits are linear in x, so the largest feasible fraction is exact."""
+        d = (x - self.center).reshape(self.n, self.k)
+        X0 = self.center.reshape(self.n, self.k)
+        fraction = 1.0
+        for B, sign, keep, bound in self.sides:
+            along = sign * (B @ d.T @ self.C[keep].T)  # (times, kept limits): change along the segment
+            room = bound - sign * (B @ X0.T @ self.C[keep].T)
+            out = along > room
+            if np.any(out):
+                fraction = min(fraction, float(np.min(room[out] / along[out])))
+        if fraction >= 1.0:
+            return x
+        if fraction <= 0.0:
+            raise SolverError("the centre of the position ranges violates the limits "
+                              "(the ranges of the limited coordinates are inconsistent)")
+        return self.center + fraction * (1 - 1e-12) * (x - self.center)
+
+    def limit_slack(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Slack (>= 0 when respected) of every limit at each window's extremes on the
+        1 kHz grid, and its Jacobian: rows for max c, min c, max v, min v per window and
+        limited coordinate c = C q (v its rate; speed rows only for finite limits)."""
+        if self._limit_cache.get("x") is not None and np.array_equal(self._limit_cache["x"], x):
+            return self._limit_cache["value"]
+        X = x.reshape(self.n, self.k)
+        values, jac = [], []
+        coordinates = [B @ X.T @ self.C.T for B in self.dense]  # positions and rates (times, limits)
+        for B, sign, keep, bound in self.sides:
+            signed = sign * (coordinates[0] if B is self.dense[0] else coordinates[1])[:, keep][self.padded]
+            at = np.take_along_axis(self.padded[:, :, None], signed.argmax(axis=1)[:, None, :], axis=1)[:, 0]
+            values.append((bound[None, :] - signed.max(axis=1)).ravel())  # (windows x kept limits)
+            rows = -sign * self.C[keep][None, :, :, None] * B[at][:, :, None, :]  # (w, l, n, k)
+            jac.append(rows.reshape(-1, self.n * self.k))
+        result = (np.concatenate(values), np.vstack(jac))
+        self._limit_cache = {"x": x.copy(), "value": result}
+        return result
 
     def variables(self, traj: FourierTrajectory) -> np.ndarray:
         """The free variables x of a rest-to-rest trajectory with this problem's harmonics and frequency."""
@@ -227,31 +300,14 @@ class _Problem:
             if np.any(rate > 0):
                 x = x + fill * np.min(room[rate > 0] / rate[rate > 0]) * direction
         for _ in range(60):
-            if not self.boxes or np.all(self.cartesian(x) >= 0):
+            if np.all(self.limit_slack(x)[0] >= 0) and (not self.boxes or np.all(self.cartesian(x) >= 0)):
                 return x
             x = base + 0.7 * (x - base)
-        raise SolverError("no feasible start: the Cartesian boxes leave no room about the centre")
-
-
-def _violation_times(problem: _Problem, x: np.ndarray) -> np.ndarray:
-    """Times (1 kHz grid) where a linear limit is crossed, at most one per crossing interval and limit."""
-    traj = problem.trajectory(x)
-    t = np.arange(0.0, traj.period, 1.0 / CHECK_RATE)
-    q, qd, _ = traj.evaluate(t)
-    out = []
-    for lim in problem.limits:
-        c, v = q @ lim.coefficients + lim.offset, qd @ lim.coefficients
-        for bad, value in ((c > lim.upper, c), (c < lim.lower, -c), (np.abs(v) > lim.max_speed, np.abs(v))):
-            if not np.any(bad):
-                continue
-            edges = np.flatnonzero(np.diff(np.concatenate([[0], bad.astype(int), [0]])))
-            for start, stop in zip(edges[::2], edges[1::2], strict=True):
-                out.append(t[start + int(np.argmax(value[start:stop]))])
-    return np.array(sorted(set(out)))
+        raise SolverError("no feasible start: the limits leave no room about the centre")
 
 
 def _label(index: int, starts: int) -> str:
-    return f"start {index + 1}/{starts}" if index < starts else "polishing the best"
+    return f"start {index + 1}/{starts}" if index < starts else f"polishing candidate {index - starts + 1}"
 
 
 class _Search:
@@ -262,13 +318,16 @@ class _Search:
 
     def feasible(self, x: np.ndarray) -> bool:
         p = self.problem
-        return bool(np.all(p.G @ x <= p.h + 1e-9) and (not p.boxes or np.all(p.cartesian(x) >= -1e-9)))
+        return bool(np.all(p.limit_slack(x)[0] >= -1e-12) and (not p.boxes or np.all(p.cartesian(x) >= -1e-9)))
 
     def _linear(self, extra: int) -> list[dict]:
         p = self.problem
-        pad = np.zeros((len(p.h), extra))
-        out = [{"type": "ineq", "fun": lambda z: p.h - p.G @ z[:len(z) - extra],
-                "jac": lambda z: -np.hstack([p.G, pad])}]
+
+        def jac(z: np.ndarray) -> np.ndarray:
+            J = p.limit_slack(z[:len(z) - extra])[1]
+            return np.hstack([J, np.zeros((len(J), extra))])
+
+        out = [{"type": "ineq", "fun": lambda z: p.limit_slack(z[:len(z) - extra])[0], "jac": jac}]
         if p.boxes:
             out.append({"type": "ineq", "fun": lambda z: p.cartesian(z[:len(z) - extra])})
         return out
@@ -284,7 +343,7 @@ class _Search:
         extra = 2 if m else 0
 
         def report(z: np.ndarray) -> None:
-            x = z[:len(z) - extra]
+            x = problem.pull_inside(z[:len(z) - extra])
             state["iteration"] += 1
             value = problem.true_cond(x)
             if value < state["value"] and self.feasible(x):
@@ -328,14 +387,16 @@ class _Search:
 
 def optimise(model: ArmModel, limits: list[CoordinateLimit], boxes: list[CartesianBox], *, harmonics: int = 6,
              base_frequency: float = 0.1, starts: int = 4, seed: int = 0, max_iterations: int = 150,
-             samples: int = 120, constraint_samples: int = 200, margin: float = 0.002,
-             progress: bool = True, initial: FourierTrajectory | None = None) -> OptimisationResult:
+             samples: int = 120, constraint_samples: int = 200, margin: float = LIMIT_MARGIN,
+             progress: bool = True, initial: FourierTrajectory | None = None, polish: int = 2
+             ) -> OptimisationResult:
     """Minimise the condition number of the column-normalised base regressor (Wang 2019 section IV).
 
     ``starts`` short SLSQP explorations of the soft log cond from seeded random
-    feasible starts, then a polish of the best in the epigraph form of the true
-    log cond (``max_iterations``); ``initial`` (a feasible rest-to-rest trajectory,
-    e.g. a shipped one) competes with the starts' results for the polish.
+    feasible starts, then a polish of the ``polish`` best in the epigraph form of
+    the true log cond (``max_iterations`` each: the ranking of short explorations
+    is only a guess); ``initial`` (a feasible rest-to-rest trajectory, e.g. a
+    shipped one) competes with the starts' results for the polish.
     """
     if harmonics < 2:
         raise SolverError(f"harmonics must be at least 2 (a rest-to-rest trajectory needs them), got {harmonics}")
@@ -364,25 +425,18 @@ def optimise(model: ArmModel, limits: list[CoordinateLimit], boxes: list[Cartesi
             candidates.append((value, x))
     if not candidates:
         raise SolverError("no start converged to a trajectory within the limits")
-    best_value, best = min(candidates, key=lambda c: c[0])
-    x, value, its = search.run(best, max_iterations, _label(starts, starts), None, EXTREMES)
-    if progress:
-        print(f"\r  {_label(starts, starts)}: condition number {value:9.1f} after {its} iterations" + " " * 20,
-              file=sys.stderr, flush=True)
-    if value < best_value:
-        best, best_value = x, value
-    # Between the constraint times a limit can be crossed by a hair: impose the
-    # limits also where the 1 kHz check finds them crossed and polish again (a
-    # few rounds); only then, if needed, shrink the harmonics about the mean.
-    for _ in range(3):
-        times = _violation_times(problem, best)
-        if len(times) == 0:
-            break
-        problem.add_times(times)
-        x, value, _ = search.run(best, max(10, max_iterations // 5), "limits", None, EXTREMES)
-        if np.isfinite(value):
-            best = x
-    # Last resort: shrink the harmonics about the mean position until the 1 kHz check passes.
+    candidates.sort(key=lambda c: c[0])
+    best_value, best = candidates[0]
+    for rank, (_, x0) in enumerate(candidates[:max(1, polish)]):
+        x, value, its = search.run(x0, max_iterations, _label(starts + rank, starts), None, EXTREMES)
+        if progress:
+            print(f"\r  {_label(starts + rank, starts)}: condition number {value:9.1f} after {its} iterations"
+                  + " " * 20, file=sys.stderr, flush=True)
+        if value < best_value:
+            best, best_value = x, value
+    # Only feasible iterates are kept, so the 1 kHz check passes; Cartesian boxes
+    # are imposed on a coarser grid: if one is crossed between its constraint
+    # times, shrink the harmonics about the mean position until the check passes.
     center = best.reshape(problem.n, problem.k).copy()
     center[:, 1:] = 0.0
     center = center.ravel()
