@@ -307,7 +307,7 @@ class _Problem:
 
 
 def _label(index: int, starts: int) -> str:
-    return f"start {index + 1}/{starts}" if index < starts else f"polishing candidate {index - starts + 1}"
+    return f"start {index + 1}/{starts}" if index < starts else f"brief polish {index - starts + 1}"
 
 
 class _Search:
@@ -388,15 +388,15 @@ class _Search:
 def optimise(model: ArmModel, limits: list[CoordinateLimit], boxes: list[CartesianBox], *, harmonics: int = 6,
              base_frequency: float = 0.1, starts: int = 4, seed: int = 0, max_iterations: int = 150,
              samples: int = 120, constraint_samples: int = 200, margin: float = LIMIT_MARGIN,
-             progress: bool = True, initial: FourierTrajectory | None = None, polish: int = 2
+             progress: bool = True, initial: FourierTrajectory | None = None, polish: int = 6
              ) -> OptimisationResult:
     """Minimise the condition number of the column-normalised base regressor (Wang 2019 section IV).
 
     ``starts`` short SLSQP explorations of the soft log cond from seeded random
-    feasible starts, then a polish of the ``polish`` best in the epigraph form of
-    the true log cond (``max_iterations`` each: the ranking of short explorations
-    is only a guess); ``initial`` (a feasible rest-to-rest trajectory, e.g. a
-    shipped one) competes with the starts' results for the polish.
+    feasible starts, then brief polishes of the ``polish`` best in the epigraph form
+    of the true log cond (the explorations' ranking is only a guess), then a full
+    polish (``max_iterations``) of the best; ``initial`` (a feasible rest-to-rest
+    trajectory, e.g. a shipped one) competes with the starts' results.
     """
     if harmonics < 2:
         raise SolverError(f"harmonics must be at least 2 (a rest-to-rest trajectory needs them), got {harmonics}")
@@ -425,15 +425,25 @@ def optimise(model: ArmModel, limits: list[CoordinateLimit], boxes: list[Cartesi
             candidates.append((value, x))
     if not candidates:
         raise SolverError("no start converged to a trajectory within the limits")
+    # The explorations' ranking is a poor guess of where a polish ends: polish the
+    # ``polish`` best briefly, then the winner in full.
     candidates.sort(key=lambda c: c[0])
+    if polish > 1:
+        brief = []
+        for rank, (_, x0) in enumerate(candidates[:polish]):
+            x, value, its = search.run(x0, explore, _label(starts + rank, starts), None, EXTREMES)
+            brief.append((value, x))
+            if progress:
+                print(f"\r  {_label(starts + rank, starts)}: condition number {value:9.1f} after {its} iterations"
+                      + " " * 20, file=sys.stderr, flush=True)
+        candidates = sorted(brief + candidates, key=lambda c: c[0])
     best_value, best = candidates[0]
-    for rank, (_, x0) in enumerate(candidates[:max(1, polish)]):
-        x, value, its = search.run(x0, max_iterations, _label(starts + rank, starts), None, EXTREMES)
-        if progress:
-            print(f"\r  {_label(starts + rank, starts)}: condition number {value:9.1f} after {its} iterations"
-                  + " " * 20, file=sys.stderr, flush=True)
-        if value < best_value:
-            best, best_value = x, value
+    x, value, its = search.run(best, max_iterations, "polishing the best", None, EXTREMES)
+    if progress:
+        print(f"\r  polishing the best: condition number {value:9.1f} after {its} iterations" + " " * 20,
+              file=sys.stderr, flush=True)
+    if value < best_value:
+        best, best_value = x, value
     # Only feasible iterates are kept, so the 1 kHz check passes; Cartesian boxes
     # are imposed on a coarser grid: if one is crossed between its constraint
     # times, shrink the harmonics about the mean position until the check passes.
