@@ -30,12 +30,12 @@ def run() -> bool:
     for arm, optimise_on in (("mtm", "mtm"), ("psm", "psm_simplified")):
         model = load_model(optimise_on)
         print(f"-- {arm.upper()}: optimising on the {optimise_on} model (the CLI's defaults: 6 harmonics, "
-              f"{FREQUENCY[arm]} Hz, 16 starts, 200 iterations) with seeds {', '.join(map(str, SEEDS[arm]))}")
+              f"{FREQUENCY[arm]} Hz, 32 starts, 200 iterations) with seeds {', '.join(map(str, SEEDS[arm]))}")
         values = []
         for seed in SEEDS[arm]:
             start = time.perf_counter()
             result = optimise(model, coordinate_limits(model), cartesian_boxes(model), harmonics=6,
-                              base_frequency=FREQUENCY[arm], starts=16, seed=seed, max_iterations=200,
+                              base_frequency=FREQUENCY[arm], starts=32, seed=seed, max_iterations=200,
                               progress=False)
             elapsed = time.perf_counter() - start
             values.append(result.condition_number)

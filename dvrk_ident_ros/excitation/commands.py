@@ -85,7 +85,7 @@ def add_trajectory_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--harmonics", type=int, default=6)
     p.add_argument("--base-frequency", type=float, default=None, help="Hz (default: MTM 0.1, PSM 0.18)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--starts", type=int, default=16, help="random starts (short explorations)")
+    p.add_argument("--starts", type=int, default=32, help="random starts (short explorations)")
     p.add_argument("--iterations", type=int, default=200, help="SLSQP iterations of the polish (a quarter per start)")
     p.add_argument("--initial", default=None,
                    help="a trajectory file to refine (same harmonics and frequency); competes with the starts")
