@@ -128,3 +128,16 @@ def test_prediction_matches_the_filtered_measurement_up_to_the_edges(setup):
     for edge in (slice(0, 100), slice(-100, None)):  # the first and last 0.5 s
         error = np.linalg.norm(pred[edge] - measured[edge], axis=0) / np.linalg.norm(measured, axis=0)
         assert error.max() < 0.015, error  # 4-6 % on a joint when the states flatten at the edges
+
+
+def test_links_the_data_cannot_see_stay_strictly_inside_the_cone():
+    """All-zero torques draw every pseudo-inertia to the cone's tip: the answer keeps the
+    floor (a solver stopping within its tolerance of the cone itself gave -1e-8 eigenvalues
+    on the demo's PSM bag and the result was refused), and zero torques are no error."""
+    from dvrk_ident_ros.identify.sdp import PSEUDO_INERTIA_FLOOR
+
+    model = load_model("psm")
+    A = np.random.default_rng(5).normal(size=(400, model.base.count))
+    result = solve_sdp(model, A, np.zeros(400))
+    assert result.status == "optimal"
+    assert result.min_pseudo_inertia_eigenvalue >= 0.99 * PSEUDO_INERTIA_FLOOR

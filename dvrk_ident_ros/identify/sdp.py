@@ -26,6 +26,12 @@ from dvrk_ident_ros.model.arm_model import ArmModel
 from dvrk_ident_ros.model.physical import min_pseudo_inertia_eigenvalues
 
 CONSTRAINT_TOLERANCE = 1e-9
+# The pseudo-inertias are constrained to J >= PSEUDO_INERTIA_FLOOR * I, not >= 0:
+# the interior-point solver stops within its feasibility tolerance (about 1e-8
+# here) of the cone, and a link the data cannot see is drawn to the cone's tip.
+# 1e-7 kg m^2 is far below any dVRK link's (a 10 g, 2 mm shaft has 1e-8 about
+# its axis only along one direction, and costs at most 1e-6 N m at 10 rad/s^2).
+PSEUDO_INERTIA_FLOOR = 1e-7
 
 
 @dataclass
@@ -77,7 +83,8 @@ def _pseudo_inertia(delta: cp.Variable, i: int) -> cp.Expression:
 
 def _constraints(model: ArmModel, delta: cp.Variable) -> list:
     layout = model.layout
-    constraints = [_pseudo_inertia(delta, i) >> 0 for i in layout.inertial_blocks.values()]
+    constraints = [_pseudo_inertia(delta, i) >> PSEUDO_INERTIA_FLOOR * np.eye(4)
+                   for i in layout.inertial_blocks.values()]
     for name, (lo, hi) in parameter_bounds(model).items():
         j = layout.index(name)
         if np.isfinite(lo):
@@ -155,7 +162,8 @@ def solve_sdp(model: ArmModel, A: np.ndarray, b: np.ndarray, *, tie_break: float
     _solve(first)
     fit_value = np.asarray(delta.value, dtype=float)
     iterations = getattr(first.solver_stats, "num_iters", 0) or 0
-    scale = 1.0 / max(float(c @ c), 1e-300)
+    energy = float(c @ c)
+    scale = 1.0 / energy if energy > 0 else 1.0  # all-zero torques: nothing to scale by
     weight = tie_break * float(first.value) * scale
     penalty = cp.sum_squares(project @ (delta - target))
     # The interior-point solver occasionally ends this second problem short of
