@@ -146,6 +146,7 @@ def _mtm_stage(client, out: Path, logs: Path, env: dict, stride: int) -> Path:
 
 
 def _hold_stage(gc_file: Path, logs: Path, env: dict, poses: int, seed: int) -> None:
+    from dvrk_ident_ros.errors import DvrkIdentError
     from dvrk_ident_ros.gc.data import load_poses
     from dvrk_ident_ros.launcher import NodeProcess, wait_for
     from dvrk_ident_ros.nodes.clients import ArmClient
@@ -162,8 +163,17 @@ def _hold_stage(gc_file: Path, logs: Path, env: dict, poses: int, seed: int) -> 
                      name="sim_MTML_hold"), ArmClient(MTM, "demo_hold") as client:
         client.position(30.0)
         for k, goal in enumerate(goals):
-            client.move_jp(goal)
-            wait_for(lambda g=goal: np.max(np.abs(client.position() - g)) < 0.01, 30.0, f"pose {k}")
+            # The previous node's last (zero) servo_jf and this move_jp come from two
+            # processes: a late servo_jf can arrive second and leave the arm in effort
+            # mode, as the dVRK would. The move is sent again until the pose is reached.
+            for attempt in range(3):
+                client.move_jp(goal)
+                try:
+                    wait_for(lambda g=goal: np.max(np.abs(client.position() - g)) < 0.01, 15.0, f"pose {k}")
+                    break
+                except DvrkIdentError:
+                    if attempt == 2:
+                        raise
             time.sleep(0.5)
             client.first_effort_command = None
             client.history.clear()
