@@ -133,23 +133,24 @@ class _Problem:
         td = np.arange(0.0, self.proto.period, 1.0 / CHECK_RATE)
         self.dense = [self.proto.basis(td, order) @ self.T for order in (0, 1)]  # (times, k)
         windows = max(1, round(self.proto.period / WINDOW))
-        self.per_window = -(-len(td) // windows)
+        per_window = -(-len(td) // windows)
         # every window gets per_window samples; the last is padded with copies of the last instant
-        self.padded = np.minimum(np.arange(windows * self.per_window), len(td) - 1).reshape(windows, -1)
+        self.padded = np.minimum(np.arange(windows * per_window), len(td) - 1).reshape(windows, -1)
         self.C = np.array([lim.coefficients for lim in self.limits])  # (limits, n)
         span = np.array([lim.upper - lim.lower for lim in self.limits])
         upper = np.array([lim.upper - lim.offset for lim in self.limits]) - self.margin * span
         lower = np.array([lim.lower - lim.offset for lim in self.limits]) + self.margin * span
         speed = np.array([lim.max_speed for lim in self.limits]) * (1 - self.margin)
-        self.sides = []  # (basis, sign, which limits, bound): rows sign * c <= bound
-        for B, sign, bound in ((self.dense[0], 1.0, upper), (self.dense[0], -1.0, -lower),
-                               (self.dense[1], 1.0, speed), (self.dense[1], -1.0, speed)):
-            keep = np.isfinite(bound)
-            self.sides.append((B, sign, keep, bound[keep]))
-        self.center = np.zeros((self.n, self.k))  # at rest mid-range: inside every limit
+        center = np.zeros((self.n, self.k))  # at rest mid-range: inside every limit
         mid = np.array([(lim.lower + lim.upper) / 2 - lim.offset for lim in self.limits])
-        self.center[:, 0] = np.linalg.lstsq(self.C, mid, rcond=None)[0]
-        self.center = self.center.ravel()
+        center[:, 0] = np.linalg.lstsq(self.C, mid, rcond=None)[0]
+        self.center = center.ravel()
+        # (derivative order, sign, which limits, bound, room at the centre): rows sign * c <= bound
+        self.sides = []
+        for order, sign, bound in ((0, 1.0, upper), (0, -1.0, -lower), (1, 1.0, speed), (1, -1.0, speed)):
+            keep = np.isfinite(bound)
+            room = bound[keep] - sign * (self.dense[order] @ center.T @ self.C[keep].T)
+            self.sides.append((order, sign, keep, bound[keep], room))
         self._limit_cache: dict = {}
 
     def pull_inside(self, x: np.ndarray) -> np.ndarray:
@@ -158,11 +159,9 @@ class _Problem:
         window's extreme in time as it steps, so its iterates overshoot by a second-order
         amount: the limits are linear in x, so the largest feasible fraction is exact."""
         d = (x - self.center).reshape(self.n, self.k)
-        X0 = self.center.reshape(self.n, self.k)
         fraction = 1.0
-        for B, sign, keep, bound in self.sides:
-            along = sign * (B @ d.T @ self.C[keep].T)  # (times, kept limits): change along the segment
-            room = bound - sign * (B @ X0.T @ self.C[keep].T)
+        for order, sign, keep, _, room in self.sides:
+            along = sign * (self.dense[order] @ d.T @ self.C[keep].T)  # (times, kept limits) along the segment
             out = along > room
             if np.any(out):
                 fraction = min(fraction, float(np.min(room[out] / along[out])))
@@ -182,11 +181,11 @@ class _Problem:
         X = x.reshape(self.n, self.k)
         values, jac = [], []
         coordinates = [B @ X.T @ self.C.T for B in self.dense]  # positions and rates (times, limits)
-        for B, sign, keep, bound in self.sides:
-            signed = sign * (coordinates[0] if B is self.dense[0] else coordinates[1])[:, keep][self.padded]
+        for order, sign, keep, bound, _ in self.sides:
+            signed = sign * coordinates[order][:, keep][self.padded]  # (windows, per window, kept limits)
             at = np.take_along_axis(self.padded[:, :, None], signed.argmax(axis=1)[:, None, :], axis=1)[:, 0]
             values.append((bound[None, :] - signed.max(axis=1)).ravel())  # (windows x kept limits)
-            rows = -sign * self.C[keep][None, :, :, None] * B[at][:, :, None, :]  # (w, l, n, k)
+            rows = -sign * self.C[keep][None, :, :, None] * self.dense[order][at][:, :, None, :]  # (w, l, n, k)
             jac.append(rows.reshape(-1, self.n * self.k))
         result = (np.concatenate(values), np.vstack(jac))
         self._limit_cache = {"x": x.copy(), "value": result}
@@ -279,12 +278,7 @@ class _Problem:
     def feasible_start(self, rng: np.random.Generator, fill: float = 0.8) -> np.ndarray:
         """A random direction about a centre that satisfies the limits, scaled to ``fill``
         of the largest step the (linear) limits allow; shrunk further for Cartesian boxes."""
-        L = np.array([lim.coefficients for lim in self.limits])
-        mid = np.array([(lim.lower + lim.upper) / 2 - lim.offset for lim in self.limits])
-        center = np.linalg.lstsq(L, mid, rcond=None)[0]
-        base = np.zeros((self.n, self.k))
-        base[:, 0] = center
-        base = base.ravel()
+        base = self.center
         if np.any(self.h - self.G @ base < 0):
             raise SolverError("no feasible start: the centre of the position ranges violates the limits "
                               "(the ranges of the limited coordinates are inconsistent)")
