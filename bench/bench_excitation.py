@@ -12,7 +12,8 @@ import yaml
 from bench.timing import verdict
 from dvrk_ident_ros.excitation.constraints import cartesian_boxes, coordinate_limits
 from dvrk_ident_ros.excitation.files import load_trajectory
-from dvrk_ident_ros.excitation.optimize import condition_number, optimise, verify
+from dvrk_ident_ros.excitation.optimize import DEFAULT_ITERATIONS, DEFAULT_STARTS, condition_number, optimise, verify
+from dvrk_ident_ros.excitation.workers import available_cpus
 from dvrk_ident_ros.model.arm_model import load_model
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -30,13 +31,13 @@ def run() -> bool:
     for arm, optimise_on in (("mtm", "mtm"), ("psm", "psm_simplified")):
         model = load_model(optimise_on)
         print(f"-- {arm.upper()}: optimising on the {optimise_on} model (the CLI's defaults: 6 harmonics, "
-              f"{FREQUENCY[arm]} Hz, 32 starts, 200 iterations) with seeds {', '.join(map(str, SEEDS[arm]))}")
+              f"{FREQUENCY[arm]} Hz, {DEFAULT_STARTS} starts, {DEFAULT_ITERATIONS} iterations, "
+              f"{available_cpus()} worker processes) with seeds {', '.join(map(str, SEEDS[arm]))}")
         values = []
         for seed in SEEDS[arm]:
             start = time.perf_counter()
             result = optimise(model, coordinate_limits(model), cartesian_boxes(model), harmonics=6,
-                              base_frequency=FREQUENCY[arm], starts=32, seed=seed, max_iterations=200,
-                              progress=False)
+                              base_frequency=FREQUENCY[arm], seed=seed, progress=False)
             elapsed = time.perf_counter() - start
             values.append(result.condition_number)
             ok &= verdict(f"seed {seed}: optimisation time", elapsed, 600.0, fmt=".0f")

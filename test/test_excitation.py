@@ -65,11 +65,26 @@ def test_small_optimisation_respects_every_limit_at_1khz():
     model = load_model("psm_simplified")
     limits = coordinate_limits(model)
     result = optimise(model, limits, [], harmonics=3, base_frequency=0.18, starts=1, max_iterations=8,
-                      samples=60, constraint_samples=100, progress=False)
+                      samples=60, constraint_samples=100, progress=False, workers=0)  # in this process
     assert np.isfinite(result.condition_number)
     assert min(m.margin for m in result.margins) >= 0
     _, qd, qdd = result.trajectory.evaluate(np.array([0.0]))
     assert np.allclose(qd, 0) and np.allclose(qdd, 0)
+
+
+def test_the_answer_does_not_depend_on_the_number_of_worker_processes():
+    """Each start has its own random stream and every run a single-threaded BLAS:
+    one worker, two workers and a second run with two all give the same trajectory."""
+    model = load_model("psm_simplified")
+    limits = coordinate_limits(model)
+    runs = [optimise(model, limits, [], harmonics=3, base_frequency=0.18, starts=3, max_iterations=8, samples=60,
+                     constraint_samples=100, polish=2, finalists=2, progress=False, workers=workers)
+            for workers in (1, 2, 2)]
+    for other in runs[1:]:
+        assert other.starts == runs[0].starts
+        assert np.array_equal(other.trajectory.a, runs[0].trajectory.a)
+        assert np.array_equal(other.trajectory.b, runs[0].trajectory.b)
+    assert len(set(runs[0].starts)) == 3  # three different starts, not one repeated
 
 
 def test_objective_gradients_match_central_differences():

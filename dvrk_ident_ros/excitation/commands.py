@@ -10,7 +10,13 @@ from dvrk_ident_ros.errors import SolverError
 from dvrk_ident_ros.excitation.constraints import cartesian_boxes, coordinate_limits
 from dvrk_ident_ros.excitation.files import load_trajectory, save_grid, save_trajectory
 from dvrk_ident_ros.excitation.grid import make_grid
-from dvrk_ident_ros.excitation.optimize import condition_number, optimise, verify
+from dvrk_ident_ros.excitation.optimize import (
+    DEFAULT_ITERATIONS,
+    DEFAULT_STARTS,
+    condition_number,
+    optimise,
+    verify,
+)
 from dvrk_ident_ros.files import add_command_group
 from dvrk_ident_ros.model.arm_model import load_model
 
@@ -34,7 +40,8 @@ def _optimize(args: argparse.Namespace) -> int:
     if args.initial:
         initial, _ = load_trajectory(args.initial, arm=arm_family(model.description.arm), joints=model.dof)
     result = optimise(model, limits, boxes, harmonics=args.harmonics, base_frequency=frequency, starts=args.starts,
-                      seed=args.seed, max_iterations=args.iterations, progress=not args.quiet, initial=initial)
+                      seed=args.seed, max_iterations=args.iterations, progress=not args.quiet, initial=initial,
+                      workers=args.workers)
     note = (f"dvrk-ident {__version__} trajectory optimize --arm {args.arm} --seed {args.seed} "
             f"--starts {args.starts} --iterations {args.iterations}"
             + (f" --initial {Path(args.initial).name}" if args.initial else "")
@@ -85,8 +92,11 @@ def add_trajectory_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--harmonics", type=int, default=6)
     p.add_argument("--base-frequency", type=float, default=None, help="Hz (default: MTM 0.1, PSM 0.18)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--starts", type=int, default=32, help="random starts (short explorations)")
-    p.add_argument("--iterations", type=int, default=200, help="SLSQP iterations of the polish (a quarter per start)")
+    p.add_argument("--starts", type=int, default=DEFAULT_STARTS, help="random starts (short explorations)")
+    p.add_argument("--iterations", type=int, default=DEFAULT_ITERATIONS,
+                   help="SLSQP iterations of a full polish (a quarter per start and per brief polish)")
+    p.add_argument("--workers", type=int, default=None,
+                   help="worker processes (default: one per CPU; 0: none); the answer does not depend on it")
     p.add_argument("--initial", default=None,
                    help="a trajectory file to refine (same harmonics and frequency); competes with the starts")
     p.add_argument("--quiet", action="store_true", help="no progress bar")

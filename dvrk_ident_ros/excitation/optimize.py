@@ -3,8 +3,8 @@
 Minimises the condition number of the column-normalised base regressor
 W_b (eq. 21) over the Fourier coefficients of a rest-to-rest trajectory (eq. 22),
 with SLSQP: short explorations of a smooth soft-max bound of log cond from several
-random feasible starts, then a polish of the best in the epigraph form of the
-true log cond. Gradients are exact up to the regressor's own forward differences
+random feasible starts, then polishes of the best in the epigraph form of the
+true log cond; the runs are spread over worker processes (``workers.py``). Gradients are exact up to the regressor's own forward differences
 in q, qd, qdd (chain rule through the normalisation and the Fourier basis).
 
 Position and speed limits of every limited coordinate are linear in the
@@ -35,7 +35,9 @@ from dvrk_ident_ros.excitation.constraints import (
     check_margins,
 )
 from dvrk_ident_ros.excitation.fourier import FourierTrajectory
-from dvrk_ident_ros.model.arm_model import ArmModel
+from dvrk_ident_ros.excitation.workers import TaskRunner, available_cpus
+from dvrk_ident_ros.model.arm_model import ArmModel, load_model
+from dvrk_ident_ros.model.description import ArmDescription
 
 CHECK_RATE = 1000.0  # Hz: the dense verification of every limit
 SOFTNESS = 8.0  # p of the soft maximum / minimum of the Gram eigenvalues
@@ -47,6 +49,11 @@ WINDOW = 0.1  # s: each window of the period gives the extremes of every limited
 # the 1 kHz verification grid; the margin covers the rounding of the player's
 # conversions between motor and dVRK coordinates, and what a 1 kHz grid misses.
 LIMIT_MARGIN = 1e-4
+# The search's defaults (the CLI's): explorations, brief polishes, full polishes, iterations.
+DEFAULT_STARTS = 64
+DEFAULT_POLISH = 12
+DEFAULT_FINALISTS = 2
+DEFAULT_ITERATIONS = 200
 
 
 def sample_times(period: float, samples: int) -> np.ndarray:
@@ -300,10 +307,6 @@ class _Problem:
         raise SolverError("no feasible start: the limits leave no room about the centre")
 
 
-def _label(index: int, starts: int) -> str:
-    return f"start {index + 1}/{starts}" if index < starts else f"brief polish {index - starts + 1}"
-
-
 class _Search:
     """SLSQP runs on one problem that keep the best feasible iterate by the true condition number."""
 
@@ -379,18 +382,75 @@ class _Search:
         return state["x"], state["value"], state["iteration"]
 
 
+@dataclass(frozen=True)
+class _Spec:
+    """What a worker process needs to rebuild the problem (models do not pickle; descriptions do)."""
+
+    description: ArmDescription
+    harmonics: int
+    base_frequency: float
+    limits: list[CoordinateLimit]
+    boxes: list[CartesianBox]
+    samples: int
+    constraint_samples: int
+    margin: float
+
+
+_SEARCH: _Search | None = None  # the problem of this (worker) process
+
+
+def _set_up(spec: _Spec, model: ArmModel | None = None) -> None:
+    global _SEARCH
+    model = model if model is not None else load_model(spec.description)
+    _SEARCH = _Search(_Problem(model, spec.harmonics, spec.base_frequency, spec.limits, spec.boxes, spec.samples,
+                               spec.constraint_samples, spec.margin), progress=False)
+
+
+def _explore(seed: int, index: int, iterations: int) -> tuple[np.ndarray, float, int]:
+    """Start ``index`` of ``seed``: its own random stream, so it does not depend on which
+    process runs it or in what order."""
+    assert _SEARCH is not None
+    x0 = _SEARCH.problem.feasible_start(np.random.default_rng([seed, index]))
+    return _SEARCH.run(x0, iterations, "", SOFTNESS)
+
+
+def _polish(x0: np.ndarray, iterations: int) -> tuple[np.ndarray, float, int]:
+    assert _SEARCH is not None
+    return _SEARCH.run(x0, iterations, "", None, EXTREMES)
+
+
+class _Progress:
+    """A one-line progress bar on stderr for a stage of independent runs."""
+
+    def __init__(self, stage: str, total: int, enabled: bool):
+        self.stage, self.total, self.enabled = stage, total, enabled
+        self.finished, self.best = 0, np.inf
+
+    def __call__(self, _index: int, result: tuple[np.ndarray, float, int]) -> None:
+        self.finished += 1
+        self.best = min(self.best, result[1])
+        if self.enabled:
+            filled = round(20 * self.finished / self.total)
+            print(f"\r  {self.stage:13s} [{'#' * filled}{'.' * (20 - filled)}] {self.finished}/{self.total}"
+                  f"  best condition number {self.best:9.1f}", end="\n" if self.finished == self.total else "",
+                  file=sys.stderr, flush=True)
+
+
 def optimise(model: ArmModel, limits: list[CoordinateLimit], boxes: list[CartesianBox], *, harmonics: int = 6,
-             base_frequency: float = 0.1, starts: int = 4, seed: int = 0, max_iterations: int = 150,
-             samples: int = 120, constraint_samples: int = 200, margin: float = LIMIT_MARGIN,
-             progress: bool = True, initial: FourierTrajectory | None = None, polish: int = 6
+             base_frequency: float = 0.1, starts: int = DEFAULT_STARTS, seed: int = 0,
+             max_iterations: int = DEFAULT_ITERATIONS, samples: int = 120, constraint_samples: int = 200,
+             margin: float = LIMIT_MARGIN, progress: bool = True, initial: FourierTrajectory | None = None,
+             polish: int = DEFAULT_POLISH, finalists: int = DEFAULT_FINALISTS, workers: int | None = None
              ) -> OptimisationResult:
     """Minimise the condition number of the column-normalised base regressor (Wang 2019 section IV).
 
     ``starts`` short SLSQP explorations of the soft log cond from seeded random
-    feasible starts, then brief polishes of the ``polish`` best in the epigraph form
-    of the true log cond (the explorations' ranking is only a guess), then a full
-    polish (``max_iterations``) of the best; ``initial`` (a feasible rest-to-rest
-    trajectory, e.g. a shipped one) competes with the starts' results.
+    feasible starts; brief polishes of the ``polish`` best in the epigraph form of
+    the true log cond (the explorations' ranking is only a guess); full polishes
+    (``max_iterations``) of the ``finalists`` best; the best of all wins.
+    ``initial`` (a feasible rest-to-rest trajectory, e.g. a shipped one) competes
+    with the starts' results. The runs are spread over ``workers`` processes
+    (default: one per CPU; 0: this process); the answer does not depend on it.
     """
     if harmonics < 2:
         raise SolverError(f"harmonics must be at least 2 (a rest-to-rest trajectory needs them), got {harmonics}")
@@ -401,43 +461,34 @@ def optimise(model: ArmModel, limits: list[CoordinateLimit], boxes: list[Cartesi
     start_time = time.perf_counter()
     problem = _Problem(model, harmonics, base_frequency, limits, boxes, samples, constraint_samples, margin)
     search = _Search(problem, progress)
-    rng = np.random.default_rng(seed)
-    candidates, per_start = [], []
+    candidates: list[tuple[float, np.ndarray]] = []
     if initial is not None:
         x = problem.variables(initial)
         if not search.feasible(x):
             raise SolverError("initial trajectory: outside the limits (with the optimiser's margin)")
         candidates.append((problem.true_cond(x), x))
+    problem.feasible_start(np.random.default_rng(seed))  # fails here, clearly, if the limits leave no room
+    spec = _Spec(model.description, harmonics, base_frequency, limits, boxes, samples, constraint_samples, margin)
+    workers = min(available_cpus(), max(1, starts)) if workers is None else workers
     explore = max(1, max_iterations // 4)
-    for s in range(starts):
-        x, value, its = search.run(problem.feasible_start(rng), explore, _label(s, starts))
-        per_start.append(value)
-        if progress:
-            print(f"\r  {_label(s, starts)}: condition number {value:9.1f} after {its} iterations" + " " * 20,
-                  file=sys.stderr, flush=True)
-        if np.isfinite(value):
-            candidates.append((value, x))
-    if not candidates:
-        raise SolverError("no start converged to a trajectory within the limits")
-    # The explorations' ranking is a poor guess of where a polish ends: polish the
-    # ``polish`` best briefly, then the winner in full.
-    candidates.sort(key=lambda c: c[0])
-    if polish > 1:
-        brief = []
-        for rank, (_, x0) in enumerate(candidates[:polish]):
-            x, value, its = search.run(x0, explore, _label(starts + rank, starts), None, EXTREMES)
-            brief.append((value, x))
-            if progress:
-                print(f"\r  {_label(starts + rank, starts)}: condition number {value:9.1f} after {its} iterations"
-                      + " " * 20, file=sys.stderr, flush=True)
-        candidates = sorted(brief + candidates, key=lambda c: c[0])
-    best_value, best = candidates[0]
-    x, value, its = search.run(best, max_iterations, "polishing the best", None, EXTREMES)
-    if progress:
-        print(f"\r  polishing the best: condition number {value:9.1f} after {its} iterations" + " " * 20,
-              file=sys.stderr, flush=True)
-    if value < best_value:
-        best, best_value = x, value
+    with TaskRunner(workers, _set_up, (spec,) if workers else (spec, model)) as runner:
+        explored = runner.map(_explore, [(seed, index, explore) for index in range(starts)],
+                              _Progress("explorations", starts, progress))
+        per_start = [value for _, value, _ in explored]
+        candidates += [(value, x) for x, value, _ in explored if np.isfinite(value)]
+        if not candidates:
+            raise SolverError("no start converged to a trajectory within the limits")
+        # The explorations' ranking is a poor guess of where a polish ends: polish
+        # the ``polish`` best briefly, then the ``finalists`` best in full.
+        candidates.sort(key=lambda c: c[0])
+        if polish > 1:
+            brief = runner.map(_polish, [(x0, explore) for _, x0 in candidates[:polish]],
+                               _Progress("brief polishes", min(polish, len(candidates)), progress))
+            candidates = sorted([(value, x) for x, value, _ in brief] + candidates, key=lambda c: c[0])
+        finals = runner.map(_polish, [(x0, max_iterations) for _, x0 in candidates[:max(1, finalists)]],
+                            _Progress("full polishes", min(max(1, finalists), len(candidates)), progress))
+    candidates = sorted([(value, x) for x, value, _ in finals] + candidates, key=lambda c: c[0])
+    best = candidates[0][1]
     # Only feasible iterates are kept, so the 1 kHz check passes; Cartesian boxes
     # are imposed on a coarser grid: if one is crossed between its constraint
     # times, shrink the harmonics about the mean position until the check passes.
