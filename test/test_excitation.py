@@ -1,6 +1,11 @@
 """Excitation: Fourier trajectories, limits, optimisation, MLSE pose grids, files."""
 from __future__ import annotations
 
+import subprocess
+import sys
+import time
+from pathlib import Path
+
 import numpy as np
 import pytest
 import yaml
@@ -85,6 +90,32 @@ def test_the_answer_does_not_depend_on_the_number_of_worker_processes():
         assert np.array_equal(other.trajectory.a, runs[0].trajectory.a)
         assert np.array_equal(other.trajectory.b, runs[0].trajectory.b)
     assert len(set(runs[0].starts)) == 3  # three different starts, not one repeated
+
+
+def _running(pid: int) -> bool:
+    """A process that exists and is not a zombie."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, IndexError):
+        return False
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="parent-death signal is Linux only")
+def test_worker_processes_end_when_the_optimiser_is_killed():
+    script = ("import os, signal, time\n"
+              "from dvrk_ident_ros.excitation.workers import TaskRunner\n"
+              "runner = TaskRunner(2, os.getpid, ())\n"
+              "futures = [runner._pool.submit(time.sleep, 30) for _ in range(2)]\n"
+              "time.sleep(3)\n"
+              "print(*runner._pool._processes, flush=True)\n"
+              "os.kill(os.getpid(), signal.SIGKILL)\n")
+    proc = subprocess.run([sys.executable, "-c", script], cwd=REPO_ROOT, capture_output=True, text=True, timeout=60)
+    workers = [int(pid) for pid in proc.stdout.split()]
+    assert len(workers) == 2, proc.stderr
+    deadline = time.monotonic() + 10.0
+    while any(_running(pid) for pid in workers) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(_running(pid) for pid in workers)
 
 
 def test_objective_gradients_match_central_differences():

@@ -4,8 +4,9 @@ Minimises the condition number of the column-normalised base regressor
 W_b (eq. 21) over the Fourier coefficients of a rest-to-rest trajectory (eq. 22),
 with SLSQP: short explorations of a smooth soft-max bound of log cond from several
 random feasible starts, then polishes of the best in the epigraph form of the
-true log cond; the runs are spread over worker processes (``workers.py``). Gradients are exact up to the regressor's own forward differences
-in q, qd, qdd (chain rule through the normalisation and the Fourier basis).
+true log cond; the runs are spread over worker processes (``workers.py``).
+Gradients are exact up to the regressor's own forward differences in q, qd,
+qdd (chain rule through the normalisation and the Fourier basis).
 
 Position and speed limits of every limited coordinate are linear in the
 coefficients; they are semi-infinite (every instant of the period), and are

@@ -44,6 +44,26 @@ def _single_threaded_children() -> Iterator[None]:
                 os.environ[name] = value
 
 
+def _exit_with_parent(parent: int) -> None:
+    """Linux: have the kernel end this worker when its parent dies (a killed
+    optimiser must not leave its workers computing)."""
+    try:
+        import ctypes
+        import signal
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # not Linux: the pool's own checks remain
+        return
+    if os.getppid() != parent:  # the parent died before the request
+        os._exit(1)
+
+
+def _start_worker(parent: int, initializer: Callable[..., None], initargs: tuple) -> None:
+    _exit_with_parent(parent)
+    initializer(*initargs)
+
+
 class TaskRunner:
     """Runs ``fn(*args)`` for a list of argument tuples, in ``workers`` spawned
     processes (each set up once by ``initializer(*initargs)``), or in this
@@ -60,7 +80,8 @@ class TaskRunner:
         else:
             self._environment.__enter__()
             self._pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
-                                             initializer=initializer, initargs=initargs)
+                                             initializer=_start_worker,
+                                             initargs=(os.getpid(), initializer, initargs))
 
     def map(self, fn: Callable[..., Any], tasks: Sequence[tuple],
             done: Callable[[int, Any], None] | None = None) -> list[Any]:
