@@ -311,8 +311,8 @@ class _Problem:
 class _Search:
     """SLSQP runs on one problem that keep the best feasible iterate by the true condition number."""
 
-    def __init__(self, problem: _Problem, progress: bool):
-        self.problem, self.progress = problem, progress
+    def __init__(self, problem: _Problem):
+        self.problem = problem
 
     def feasible(self, x: np.ndarray) -> bool:
         p = self.problem
@@ -330,7 +330,7 @@ class _Search:
             out.append({"type": "ineq", "fun": lambda z: p.cartesian(z[:len(z) - extra])})
         return out
 
-    def run(self, x0: np.ndarray, iterations: int, label: str, p: float | None = SOFTNESS,
+    def run(self, x0: np.ndarray, iterations: int, p: float | None = SOFTNESS,
             m: int = 0) -> tuple[np.ndarray, float, int]:
         """Soft log cond with softness ``p``; or, with ``m`` > 0, the epigraph form of log cond:
         minimise (tau - beta) / 2 subject to beta <= log lambda_i <= tau for the m largest and
@@ -346,9 +346,6 @@ class _Search:
             value = problem.true_cond(x)
             if value < state["value"] and self.feasible(x):
                 state["x"], state["value"] = x.copy(), value
-            if self.progress:
-                print(f"\r  {label}  iteration {state['iteration']:4d}  condition number "
-                      f"{value:9.1f}  best {state['value']:9.1f}", end="", file=sys.stderr, flush=True)
 
         constraints = self._linear(extra)
         if m:
@@ -400,11 +397,13 @@ class _Spec:
 _SEARCH: _Search | None = None  # the problem of this (worker) process
 
 
-def _set_up(spec: _Spec, model: ArmModel | None = None) -> None:
+def _set_up(spec: _Spec, problem: _Problem | None = None) -> None:
+    """Worker start-up: rebuild the problem from ``spec``, or use ``problem`` (in this process)."""
     global _SEARCH
-    model = model if model is not None else load_model(spec.description)
-    _SEARCH = _Search(_Problem(model, spec.harmonics, spec.base_frequency, spec.limits, spec.boxes, spec.samples,
-                               spec.constraint_samples, spec.margin), progress=False)
+    if problem is None:
+        problem = _Problem(load_model(spec.description), spec.harmonics, spec.base_frequency, spec.limits,
+                           spec.boxes, spec.samples, spec.constraint_samples, spec.margin)
+    _SEARCH = _Search(problem)
 
 
 def _explore(seed: int, index: int, iterations: int) -> tuple[np.ndarray, float, int]:
@@ -412,12 +411,12 @@ def _explore(seed: int, index: int, iterations: int) -> tuple[np.ndarray, float,
     process runs it or in what order."""
     assert _SEARCH is not None
     x0 = _SEARCH.problem.feasible_start(np.random.default_rng([seed, index]))
-    return _SEARCH.run(x0, iterations, "", SOFTNESS)
+    return _SEARCH.run(x0, iterations, SOFTNESS)
 
 
 def _polish(x0: np.ndarray, iterations: int) -> tuple[np.ndarray, float, int]:
     assert _SEARCH is not None
-    return _SEARCH.run(x0, iterations, "", None, EXTREMES)
+    return _SEARCH.run(x0, iterations, None, EXTREMES)
 
 
 class _Progress:
@@ -461,7 +460,7 @@ def optimise(model: ArmModel, limits: list[CoordinateLimit], boxes: list[Cartesi
         raise SolverError(f"{model.description.path}: no limits: refusing to optimise an unbounded trajectory")
     start_time = time.perf_counter()
     problem = _Problem(model, harmonics, base_frequency, limits, boxes, samples, constraint_samples, margin)
-    search = _Search(problem, progress)
+    search = _Search(problem)
     candidates: list[tuple[float, np.ndarray]] = []
     if initial is not None:
         x = problem.variables(initial)
@@ -472,7 +471,7 @@ def optimise(model: ArmModel, limits: list[CoordinateLimit], boxes: list[Cartesi
     spec = _Spec(model.description, harmonics, base_frequency, limits, boxes, samples, constraint_samples, margin)
     workers = min(available_cpus(), max(1, starts)) if workers is None else workers
     explore = max(1, max_iterations // 4)
-    with TaskRunner(workers, _set_up, (spec,) if workers else (spec, model)) as runner:
+    with TaskRunner(workers, _set_up, (spec,) if workers else (spec, problem)) as runner:
         explored = runner.map(_explore, [(seed, index, explore) for index in range(starts)],
                               _Progress("explorations", starts, progress))
         per_start = [value for _, value, _ in explored]

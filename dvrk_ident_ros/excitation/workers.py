@@ -72,7 +72,6 @@ class TaskRunner:
     def __init__(self, workers: int, initializer: Callable[..., None], initargs: tuple) -> None:
         if workers < 0:
             raise ValueError(f"workers must be 0 (this process) or more, got {workers}")
-        self.workers = workers
         self._pool: ProcessPoolExecutor | None = None
         self._environment = _single_threaded_children()
         if workers == 0:
