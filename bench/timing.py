@@ -21,3 +21,28 @@ def verdict(label: str, value: float, limit: float, unit: str = "s", fmt: str = 
     ok = value <= limit
     print(f"  {label:<58} {value:{fmt}} {unit}  (limit {limit:{fmt}} {unit})  {'ok' if ok else 'OVER'}")
     return ok
+
+
+def wakeup_latency(seconds: float, period: float = 0.001) -> list[float]:
+    """The machine's own wake-up latency (what cyclictest measures): a thread sleeps ``period``
+    again and again; the lateness of each wake-up, in seconds, sorted.
+
+    Any message passing between processes waits for at least one such wake-up
+    (the receiver blocks until data arrives), so this is a floor under the
+    tail of every latency the node benchmark measures.
+    """
+    late = []
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        start = time.monotonic_ns()
+        time.sleep(period)
+        late.append((time.monotonic_ns() - start) * 1e-9 - period)
+    return sorted(late)
+
+
+def percentile(sorted_values: list[float], p: float) -> float:
+    """The ``p`` percentile (0-100) of already sorted values (nearest rank)."""
+    if not sorted_values:
+        return float("nan")
+    index = min(len(sorted_values) - 1, max(0, round(p / 100.0 * len(sorted_values)) - 1))
+    return sorted_values[index]
