@@ -41,8 +41,10 @@ def run() -> bool:
             elapsed = time.perf_counter() - start
             values.append(result.condition_number)
             ok &= verdict(f"seed {seed}: optimisation time", elapsed, 600.0, fmt=".0f")
-            print(f"  seed {seed}: condition number {result.condition_number:.1f} (explorations "
-                  f"{', '.join(f'{c:.0f}' for c in result.starts)})")
+            explored = np.sort(np.array(result.starts)[np.isfinite(result.starts)])
+            print(f"  seed {seed}: condition number {result.condition_number:.1f} (explorations: best "
+                  f"{', '.join(f'{c:.0f}' for c in explored[:8])}; median {np.median(explored):.0f} of "
+                  f"{explored.size})")
         below = sum(v < ORIGINAL[arm] for v in values)
         print(f"  median {np.median(values):.1f}, best {min(values):.1f}, worst {max(values):.1f}; "
               f"{below}/{len(values)} below the {ORIGINAL[arm]:.0f} the original package reported on its own model")
