@@ -244,3 +244,15 @@ def test_shipped_grids_match_the_generator():
     for side in ("MTML", "MTMR"):
         shipped = load_grid(REPO_ROOT / "config" / "grids" / f"{side.lower()}_gc_grid.yaml", arm=side)
         assert shipped["sweeps"] == make_grid(side)["sweeps"]
+
+
+def test_cli_optimize_writes_a_trajectory_that_check_accepts(tmp_path, capsys):
+    """The CLI's path end to end, with a tiny search (the bench runs the defaults)."""
+    out = tmp_path / "psm.yaml"
+    assert cli.main(["trajectory", "optimize", "--arm", "psm_simplified", "--harmonics", "3", "--starts", "3",
+                     "--iterations", "8", "--workers", "0", "--quiet", "--seed", "5", "--out", str(out)]) == 0
+    summary = capsys.readouterr().out
+    assert "explorations: best" in summary and "of 3; 0 starts failed" in summary
+    assert yaml.safe_load(out.read_text())["arm"] == "psm"
+    assert cli.main(["trajectory", "check", "--arm", "psm_simplified", str(out)]) == 0
+    assert "all limits respected" in capsys.readouterr().out

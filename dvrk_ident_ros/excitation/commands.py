@@ -5,6 +5,8 @@ import argparse
 import sys
 from pathlib import Path
 
+import numpy as np
+
 from dvrk_ident_ros import __version__
 from dvrk_ident_ros.errors import SolverError
 from dvrk_ident_ros.excitation.constraints import cartesian_boxes, coordinate_limits
@@ -50,8 +52,11 @@ def _optimize(args: argparse.Namespace) -> int:
                     condition_number=result.condition_number, description_hash=model.description.content_hash,
                     note=note)
     worst = min(result.margins, key=lambda m: m.margin)
-    print(f"condition number {result.condition_number:.1f} (starts: "
-          f"{', '.join(f'{c:.1f}' for c in result.starts)}) in {result.seconds:.0f} s; worst margin "
+    explored = sorted(c for c in result.starts if np.isfinite(c))
+    summary = (f"explorations: best {', '.join(f'{c:.1f}' for c in explored[:5])}, median "
+               f"{np.median(explored):.1f} of {len(explored)}; " if explored else "")
+    print(f"condition number {result.condition_number:.1f} ({summary}"
+          f"{len(result.starts) - len(explored)} starts failed) in {result.seconds:.0f} s; worst margin "
           f"{worst.margin:.4g} ({worst.name}, {worst.kind}) at 1 kHz; written to {args.out}")
     return 0
 
