@@ -108,3 +108,12 @@ def test_variant_limits_mirror_the_right_wrist():
     assert abs(left["q1"][0] - (-57 * 3.141592653589793 / 180)) < 1e-12
     with pytest.raises(DescriptionError, match="unknown variant 'ECM'"):
         d.limits_for("ECM")
+
+
+def test_limit_on_an_unknown_joint(tmp_path):
+    """A limits table naming a joint the arm does not have: the field and the name, not a KeyError."""
+    def edit(raw):
+        raw["limits"]["coordinates"]["q9"] = {"position": [-1.0, 1.0]}
+
+    message = _error(_write_variant(tmp_path, edit))
+    assert "limits.coordinates.q9" in message and "unknown coordinate 'q9'" in message
