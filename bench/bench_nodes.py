@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.latency_probe import probe
-from bench.timing import percentile, wakeup_latency
+from bench.timing import wakeup_latency
 from dvrk_ident_ros.launcher import NodeProcess, ros_environment
 
 ARM = "MTML"
@@ -68,9 +68,9 @@ def latency() -> bool:
     pose = [0.1, 0.2, 0.1, 0.0, 0.3, 0.0, 0.0]
     with tempfile.TemporaryDirectory() as tmp:
         logs = Path(tmp)
-        late = wakeup_latency(min(duration, 15.0))
-        print(f"  machine wake-up latency (a thread sleeping 1 ms, as cyclictest): n {len(late)} p50 "
-              f"{1e3 * percentile(late, 50):.3f} p99 {1e3 * percentile(late, 99):.3f} max {1e3 * late[-1]:.3f} ms "
+        late = 1e3 * np.array(wakeup_latency(min(duration, 15.0)))  # ms
+        print(f"  machine wake-up latency (a thread sleeping 1 ms, as cyclictest): n {late.size} p50 "
+              f"{np.percentile(late, 50):.3f} p99 {np.percentile(late, 99):.3f} max {late.max():.3f} ms "
               "(every hop waits for at least one wake-up)")
         print(f"  measured_js at 1 kHz for {duration:.0f} s from another process, answer = servo_jf with its stamp")
         with NodeProcess("hop_receiver", {"arm": ARM}, log_dir=logs, env=env, module="bench.hop_receiver") as hop:

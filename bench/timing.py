@@ -25,7 +25,7 @@ def verdict(label: str, value: float, limit: float, unit: str = "s", fmt: str = 
 
 def wakeup_latency(seconds: float, period: float = 0.001) -> list[float]:
     """The machine's own wake-up latency (what cyclictest measures): a thread sleeps ``period``
-    again and again; the lateness of each wake-up, in seconds, sorted.
+    again and again; the lateness of each wake-up, in seconds.
 
     Any message passing between processes waits for at least one such wake-up
     (the receiver blocks until data arrives), so this is a floor under the
@@ -37,12 +37,5 @@ def wakeup_latency(seconds: float, period: float = 0.001) -> list[float]:
         start = time.monotonic_ns()
         time.sleep(period)
         late.append((time.monotonic_ns() - start) * 1e-9 - period)
-    return sorted(late)
+    return late
 
-
-def percentile(sorted_values: list[float], p: float) -> float:
-    """The ``p`` percentile (0-100) of already sorted values (nearest rank)."""
-    if not sorted_values:
-        return float("nan")
-    index = min(len(sorted_values) - 1, max(0, round(p / 100.0 * len(sorted_values)) - 1))
-    return sorted_values[index]

@@ -419,12 +419,11 @@ def _explore(seed: int, index: int, iterations: int) -> tuple[np.ndarray, float,
     """Start ``index`` of ``seed``: its own random stream, so it does not depend on which
     process runs it or in what order."""
     assert _SEARCH is not None
-    x0 = _SEARCH.problem.feasible_start(np.random.default_rng([seed, index]))
-    return _SEARCH.run(x0, iterations, SOFTNESS)
+    return _continue(_SEARCH.problem.feasible_start(np.random.default_rng([seed, index])), iterations)
 
 
 def _continue(x0: np.ndarray, iterations: int) -> tuple[np.ndarray, float, int]:
-    """More iterations of an exploration (the soft log cond) from where it stopped."""
+    """An exploration (the soft log cond) from ``x0``: a start, or where an exploration stopped."""
     assert _SEARCH is not None
     return _SEARCH.run(x0, iterations, SOFTNESS)
 
@@ -492,16 +491,17 @@ def optimise(model: ArmModel, limits: list[CoordinateLimit], boxes: list[Cartesi
     with TaskRunner(workers, _set_up, (spec,) if workers else (spec, problem)) as runner:
         explored = runner.map(_explore, [(seed, index, screen) for index in range(starts)],
                               _Progress("explorations", starts, progress))
+        points = [x for x, _, _ in explored]
         per_start = [value for _, value, _ in explored]
         ranked = sorted((i for i in range(starts) if np.isfinite(per_start[i])), key=per_start.__getitem__)
         if not ranked and not candidates:
             raise SolverError("no start converged to a trajectory within the limits")
         go_on = ranked[:max(1, round(CONTINUED_FRACTION * starts))] if explore > screen else []
-        continued = runner.map(_continue, [(explored[i][0], explore - screen) for i in go_on],
+        continued = runner.map(_continue, [(points[i], explore - screen) for i in go_on],
                                _Progress("continued", len(go_on), progress and bool(go_on)))
         for i, (x, value, _) in zip(go_on, continued, strict=True):  # a run's best iterate: never worse than its start
-            explored[i], per_start[i] = (x, value, 0), value
-        candidates += [(per_start[i], explored[i][0]) for i in ranked]
+            points[i], per_start[i] = x, value
+        candidates += [(per_start[i], points[i]) for i in ranked]
         # The explorations' ranking is a poor guess of where a polish ends: polish
         # the ``polish`` best briefly, then the ``finalists`` best in full.
         candidates.sort(key=lambda c: c[0])
