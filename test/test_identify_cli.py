@@ -60,6 +60,30 @@ def test_added_mass_recovers_a_known_mass(psm_recordings, capsys):
     assert out["std_kg"] >= 0
 
 
+def test_added_mass_off_the_frame_origin_is_found_with_its_position(tmp_path):
+    """A weight taped away from link 2'''s frame origin (as on the real PSM): the point mass at the origin is
+    biased, so the estimate must be the model with the weight's position, picked by the BIC."""
+    from dvrk_ident_ros.identify.added_mass import estimate_added_mass
+
+    model = load_model("psm")
+    rng = np.random.default_rng(8)
+    delta = plausible_parameters(model, rng)
+    traj = random_fourier(model, rng, base_frequency=0.18, amplitude=0.3)
+    noise = np.array([0.01, 0.01, 0.05, 5e-4, 5e-4, 5e-4, 5e-4])  # N m (N), about the real PSM's levels
+    before, _ = synthetic_recording(model, delta, traj, duration=2 * traj.period, noise=noise, rng=rng)
+    mass, offset = 0.205, np.array([0.0, -0.1, 0.02])  # m, in the link frame
+    heavier = delta.copy()
+    block = model.layout.inertial_blocks["2''"]
+    heavier[block + 6:block + 9] += mass * offset  # first moment
+    heavier[block + 9] += mass
+    after, _ = synthetic_recording(model, heavier, traj, duration=2 * traj.period, noise=noise, rng=rng)
+    est = estimate_added_mass(model, "2''", before, after)
+    assert est.model == "position"
+    assert abs(est.mass_kg - mass) < 0.02 * mass and abs(est.mass_kg - mass) < 3 * est.std_kg
+    assert np.allclose(est.offset_m[1:], offset[1:], atol=0.005)  # x lies along the motion: not separable
+    assert abs(est.at_origin[0] - mass) > 0.1 * mass  # what a weight assumed at the origin would have given
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
@@ -75,6 +99,13 @@ def test_bad_input_is_one_line(argv, message, capsys, tmp_path, monkeypatch):
     err = capsys.readouterr().err.strip()
     assert message in err and "\n" not in err
     assert not (tmp_path / "x.json").exists()
+
+
+@pytest.mark.parametrize("spelling", ["2''", "2pp", "2\u2033", "2\u2032\u2032", " 2'' "])
+def test_link_names_in_shell_friendly_spellings(spelling):
+    from dvrk_ident_ros.identify.added_mass import link_name
+
+    assert link_name(load_model("psm"), spelling) == "2''"
 
 
 def test_unknown_link_for_added_mass(psm_recordings, capsys):

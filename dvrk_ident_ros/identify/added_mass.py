@@ -63,11 +63,24 @@ def _joint_fit(A_top, A_bottom, y, extra_top, extra_bottom, weights, correlation
     return x, cov, float(residual @ residual), len(b)
 
 
+_PRIMES = {"\u2032": "'", "\u2033": "''", "\u2034": "'" * 3, "\u2019": "'"}
+
+
+def link_name(model: ArmModel, name: str) -> str:
+    """The model's name of a link with inertial parameters, from the paper's spelling (2'') or a
+    shell-friendly one: typographic primes (2\u2033) or a trailing p per prime (2pp)."""
+    blocks = model.layout.inertial_blocks
+    spelled = "".join(_PRIMES.get(c, c) for c in name.strip())
+    stem = spelled.rstrip("p")
+    for candidate in (spelled, stem + "'" * (len(spelled) - len(stem))):
+        if candidate in blocks:
+            return candidate
+    raise DataError(f"link {name!r} carries no inertial parameters in the {model.description.arm} model "
+                    f"(links: {', '.join(blocks)}; 2pp also means 2'')")
+
+
 def estimate_added_mass(model: ArmModel, link: str, before: Dataset, after: Dataset) -> AddedMass:
-    if link not in model.layout.inertial_blocks:
-        known = ", ".join(model.layout.inertial_blocks)
-        raise DataError(f"link {link!r} carries no inertial parameters in the {model.description.arm} model "
-                        f"(links: {known})")
+    link = link_name(model, link)
     settings = default_filter(model)
     pb, pa = prepare(model, before, settings), prepare(model, after, settings)
     rb, ra = build_regression(model, pb), build_regression(model, pa)

@@ -74,7 +74,8 @@ def add_identify_commands(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("added-mass", help="estimate a mass taped on a link from two recordings")
     p.add_argument("--arm", required=True)
-    p.add_argument("--link", required=True, help="frame name, e.g. 2'' for the PSM parallelogram")
+    p.add_argument("--link", required=True,
+                   help="frame name of the link the weight is on, e.g. 2'' (or 2pp) for the PSM parallelogram")
     p.add_argument("--before", required=True)
     p.add_argument("--after", required=True)
     p.add_argument("--format", choices=FORMAT_CHOICES, default=None)
