@@ -87,11 +87,27 @@ def _real(arm: str) -> bool:
             all_errors.append(errors) if method == "sdp" else None
             lags = " ".join(f"{1000 * x:.0f}" for x in result.torque_lags)
             print(f"  {label + ' (' + method + ')':<44} {_fmt(errors)}  {100 * errors.mean():5.1f}   lags ms: {lags}")
+    if arm == "psm":
+        _recording_floor(data, twin)
     worst = np.max(all_errors, axis=0)
     beats = np.all(100 * worst <= np.array(WANG[arm]))
     print(f"  SDP worst case over the splits vs Wang 2019 on every joint: {'at or below' if beats else 'ABOVE'}"
           f" (joints above: {[int(j) + 1 for j in np.flatnonzero(100 * worst > np.array(WANG[arm]))]})")
     return True
+
+
+def _recording_floor(first, second) -> None:
+    """What no model fitted on one recording can beat on the other: the two recordings of the same
+    commanded trajectory compared directly (filtered torques, relative difference per joint), and the
+    least-squares gain between their torques (a recording-wide scale, e.g. a current calibration)."""
+    n = min(first.samples, second.samples)
+    a, b = (lowpass(d.tau[:n], d.rate, 5.4, 6) for d in (first, second))
+    motion = np.sqrt(np.mean((first.q[:n] - second.q[:n]) ** 2, axis=0))
+    difference = np.linalg.norm(a - b, axis=0) / np.linalg.norm(b, axis=0)
+    gain = np.sum(a * b, axis=0) / np.sum(b * b, axis=0)
+    print(f"  {'one_results vs one_no_weight, no model':<44} {_fmt(difference)}  {100 * difference.mean():5.1f}   "
+          f"(same motion: position rms difference <= {motion.max():.4f})")
+    print(f"  {'':<44} torque gain one_results / one_no_weight per joint: {np.round(gain, 2)}")
 
 
 def _speed() -> bool:
@@ -150,6 +166,10 @@ def run() -> bool:
           f"{100 * abs(est.mass_kg - 0.105) / 0.105:.1f} % off; model chosen by BIC: {est.model}); "
           f"at the frame origin {1000 * est.at_origin[0]:.1f} +- {1000 * est.at_origin[1]:.1f} g, "
           f"at an estimated position {1000 * est.at_position[0]:.1f} +- {1000 * est.at_position[1]:.1f} g")
+    twin = estimate_added_mass(model, "2''", load_dataset(DATA / "psm" / "one_results.csv"),
+                               load_dataset(DATA / "psm" / "one_105_grams_parallel_results.csv"))
+    print(f"  the other no-weight recording (one_results) as the reference: {1000 * twin.mass_kg:.1f} +- "
+          f"{1000 * twin.std_kg:.1f} g (model {twin.model}): the spread between two references")
     print("  the paper's per-parameter ratios (g): "
           + ", ".join(f"{1000 * p['mass_kg']:.0f}" for p in est.per_parameter))
     print("-- speed")
