@@ -5,9 +5,11 @@ the drift test in simulation, and the simulated arm's real-time factor under /cl
   cyclictest measures it: a floor under every hop's tail). Then another
   process publishes measured_js at 1 kHz for DVRK_IDENT_BENCH_LATENCY_SECONDS
   (default 60) and times each servo_jf answer (same stamp): first the
-  transport's floor (one hop to a bare receiver), then
-  a bare rclpy echo node (the baseline round trip), then the
-  gravity_compensation node; p50/p99/max, answered/sent and the node's CPU.
+  transport's floor (one hop to a bare receiver), then, in
+  DVRK_IDENT_BENCH_LATENCY_ROUNDS alternating rounds (default 3), a bare rclpy
+  echo node (the baseline round trip) and the gravity_compensation node;
+  p50/p99/max, answered/sent and the node's CPU per run, then the medians over
+  the rounds (this machine is shared: one run can land in a noisy minute).
 - Drift: the simulated MTML collects the shipped grid (every 10th pose), MLSE
   fits it, and the compensation law alone holds >= 100 random poses within the
   grid's range for 2 s each (Lin 2019 section V-C protocol); mean tip drift.
@@ -35,7 +37,7 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _latency_run(label: str, node: NodeProcess, duration: float, pose: list[float]) -> tuple[bool, float]:
+def _latency_run(label: str, node: NodeProcess, duration: float, pose: list[float]) -> tuple[bool, float, float]:
     time.sleep(3.0)  # imports, discovery
     cpu0, t0 = _cpu_seconds(node.process.pid), time.monotonic()
     r = probe(ARM, duration, 1000.0, pose=pose)
@@ -45,7 +47,7 @@ def _latency_run(label: str, node: NodeProcess, duration: float, pose: list[floa
           f"max {1e3 * r.latencies.max():.2f} ms  CPU {100 * cpu:.0f} % of a core")
     if r.unanswered:
         print(f"  {'':<28} unanswered samples (sending order): {r.unanswered[:10]}")
-    return r.answered == r.sent, p99
+    return r.answered == r.sent, p50, p99
 
 
 def _gc_file(directory: Path) -> Path:
@@ -63,6 +65,7 @@ def _gc_file(directory: Path) -> Path:
 
 def latency() -> bool:
     duration = float(os.environ.get("DVRK_IDENT_BENCH_LATENCY_SECONDS", "60"))
+    rounds = int(os.environ.get("DVRK_IDENT_BENCH_LATENCY_ROUNDS", "3"))
     env = ros_environment(78)
     os.environ.update({k: env[k] for k in ("ROS_DOMAIN_ID", "ROS_AUTOMATIC_DISCOVERY_RANGE", "RMW_IMPLEMENTATION")})
     pose = [0.1, 0.2, 0.1, 0.0, 0.3, 0.0, 0.0]
@@ -80,15 +83,25 @@ def latency() -> bool:
             floor = [line for line in hop.log_path.read_text().splitlines() if line.startswith("one-hop")]
         print(f"  {'transport floor, one hop':<28} " + (floor[0] if floor else f"no result: {hop.tail()}")
               + " ms (a round trip is two hops)")
-        with NodeProcess("echo", {"arm": ARM}, log_dir=logs, env=env, module="bench.echo_node") as echo:
-            _latency_run("bare rclpy echo node", echo, duration, pose)
         gc_file = _gc_file(logs)
-        with NodeProcess("gravity_compensation", {"arm": ARM, "parameter_file": str(gc_file), "ramp_in_time": 0.0},
-                         log_dir=logs, env=env) as node:
-            all_answered, p99 = _latency_run("gravity_compensation node", node, duration, pose)
+        runs: dict[str, list[tuple[bool, float, float]]] = {"bare rclpy echo node": [], "gravity_compensation node": []}
+        for k in range(rounds):
+            with NodeProcess("echo", {"arm": ARM}, log_dir=logs, env=env, module="bench.echo_node") as echo:
+                runs["bare rclpy echo node"].append(
+                    _latency_run(f"bare rclpy echo node, {k + 1}", echo, duration, pose))
+            with NodeProcess("gravity_compensation", {"arm": ARM, "parameter_file": str(gc_file),
+                                                      "ramp_in_time": 0.0}, log_dir=logs, env=env) as node:
+                runs["gravity_compensation node"].append(
+                    _latency_run(f"gravity_compensation node, {k + 1}", node, duration, pose))
+    for label, results in runs.items():
+        print(f"  {label + ', median of ' + str(rounds):<32} latency p50 {np.median([r[1] for r in results]):.3f} ms"
+              f"  p99 {np.median([r[2] for r in results]):.3f} ms; every message answered in every run: "
+              f"{all(r[0] for r in results)}")
+    gc_runs = runs["gravity_compensation node"]
+    all_answered, p99 = all(r[0] for r in gc_runs), float(np.median([r[2] for r in gc_runs]))
     ok = all_answered and p99 <= 0.5
-    print(f"  gravity compensation: every message answered: {all_answered}; p99 {p99:.3f} ms (limit 0.5 ms)  "
-          f"{'ok' if ok else 'OVER'}")
+    print(f"  gravity compensation: every message answered: {all_answered}; median p99 {p99:.3f} ms "
+          f"(limit 0.5 ms)  {'ok' if ok else 'OVER'}")
     return ok
 
 
