@@ -166,10 +166,13 @@ def run() -> bool:
           f"{100 * abs(est.mass_kg - 0.105) / 0.105:.1f} % off; model chosen by BIC: {est.model}); "
           f"at the frame origin {1000 * est.at_origin[0]:.1f} +- {1000 * est.at_origin[1]:.1f} g, "
           f"at an estimated position {1000 * est.at_position[0]:.1f} +- {1000 * est.at_position[1]:.1f} g")
-    twin = estimate_added_mass(model, "2''", load_dataset(DATA / "psm" / "one_results.csv"),
-                               load_dataset(DATA / "psm" / "one_105_grams_parallel_results.csv"))
-    print(f"  the other no-weight recording (one_results) as the reference: {1000 * twin.mass_kg:.1f} +- "
-          f"{1000 * twin.std_kg:.1f} g (model {twin.model}): the spread between two references")
+    references = {"the other no-weight recording (one_results)": ["one_results.csv"],
+                  "both no-weight recordings": ["one_no_weight_results.csv", "one_results.csv"]}
+    for label, files in references.items():
+        other = estimate_added_mass(model, "2''", [load_dataset(DATA / "psm" / f) for f in files],
+                                    load_dataset(DATA / "psm" / "one_105_grams_parallel_results.csv"))
+        print(f"  {label} as the reference: {1000 * other.mass_kg:.1f} +- {1000 * other.std_kg:.1f} g "
+              f"(model {other.model})")
     print("  the paper's per-parameter ratios (g): "
           + ", ".join(f"{1000 * p['mass_kg']:.0f}" for p in est.per_parameter))
     print("-- speed")

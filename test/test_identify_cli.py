@@ -13,7 +13,11 @@ from dvrk_ident_ros.model.arm_model import load_model
 
 
 def _write_wpi(path, data):
-    np.savetxt(path, np.hstack([data.q, data.qd, data.tau]), delimiter=",")
+    return _write_wpi_array(path, np.hstack([data.q, data.qd, data.tau]))
+
+
+def _write_wpi_array(path, rows):
+    np.savetxt(path, rows, delimiter=",")
     return path
 
 
@@ -58,6 +62,19 @@ def test_added_mass_recovers_a_known_mass(psm_recordings, capsys):
     out = json.loads(capsys.readouterr().out)
     assert abs(out["mass_kg"] - 0.2) < 0.01
     assert out["std_kg"] >= 0
+
+
+def test_added_mass_from_repeated_recordings(psm_recordings, tmp_path, capsys):
+    """Several recordings per side go into one fit (here a second no-weight run with other noise)."""
+    before, after, _ = psm_recordings
+    data = np.loadtxt(before, delimiter=",")
+    rerun = data.copy()
+    rerun[:, 14:] += np.random.default_rng(3).normal(0.0, 0.005, rerun[:, 14:].shape)
+    second = _write_wpi_array(tmp_path / "before2.csv", rerun)
+    assert cli.main(["added-mass", "--arm", "psm", "--link", "2''", "--before", str(before), str(second),
+                     "--after", str(after)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert abs(out["mass_kg"] - 0.2) < 0.01 and out["std_kg"] > 0
 
 
 def test_added_mass_off_the_frame_origin_is_found_with_its_position(tmp_path):

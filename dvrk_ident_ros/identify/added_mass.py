@@ -17,18 +17,20 @@ the correlation of low-pass filtered residuals (about fs / (2 fc) samples
 per independent value). For comparison the result also carries the
 per-parameter ratios of the paper, from two separate fits, and both point-mass
 models. The per-joint torque lags are estimated on both recordings together.
+Several recordings per side (repeated runs) are stacked into the same fit.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from dvrk_ident_ros.data.dataset import Dataset
-from dvrk_ident_ros.data.processing import lowpass
+from dvrk_ident_ros.data.processing import FilterSettings, lowpass
 from dvrk_ident_ros.errors import DataError, SolverError
 from dvrk_ident_ros.identify.pipeline import estimate_torque_lags, prepare
-from dvrk_ident_ros.identify.problem import build_regression, default_filter, delayed, range_weights
+from dvrk_ident_ros.identify.problem import Regression, build_regression, default_filter, delayed, range_weights
 from dvrk_ident_ros.model.arm_model import ArmModel
 
 
@@ -79,21 +81,51 @@ def link_name(model: ArmModel, name: str) -> str:
                     f"(links: {', '.join(blocks)}; 2pp also means 2'')")
 
 
-def estimate_added_mass(model: ArmModel, link: str, before: Dataset, after: Dataset) -> AddedMass:
-    link = link_name(model, link)
-    settings = default_filter(model)
-    pb, pa = prepare(model, before, settings), prepare(model, after, settings)
-    rb, ra = build_regression(model, pb), build_regression(model, pa)
-    lags = estimate_torque_lags([rb, ra], pb.rate)  # the same arm, the same delays
+def _recordings(what: str, data: Dataset | Sequence[Dataset]) -> list[Dataset]:
+    recordings = [data] if isinstance(data, Dataset) else list(data)
+    if not recordings:
+        raise DataError(f"added mass: no {what} recording")
+    return recordings
+
+
+def _link_columns(model: ArmModel, processed: Dataset, start: int, lags: np.ndarray, samples: int,
+                  settings: FilterSettings) -> np.ndarray:
+    """The regressor columns (lx ly lz m) of the link's inertial block, filtered like the torques and
+    delayed per joint like the base regressor (samples x joints x 4)."""
+    H = model.regressor(processed.q, processed.qd, processed.qdd)[:, :, start + 6:start + 10]
+    H = lowpass(H.reshape(len(H), -1), processed.rate, settings.cutoff_hz, settings.order).reshape(H.shape)
     top = int(lags.max(initial=0))
-    rb, ra = delayed(rb, lags), delayed(ra, lags)
+    return np.stack([H[top - lag:top - lag + samples, j, :] for j, lag in enumerate(lags)], axis=1)
+
+
+def _stacked(regressions: list[Regression]) -> Regression:
+    return Regression(np.concatenate([r.Hb for r in regressions]), np.concatenate([r.y for r in regressions]))
+
+
+def estimate_added_mass(model: ArmModel, link: str, before: Dataset | Sequence[Dataset],
+                        after: Dataset | Sequence[Dataset]) -> AddedMass:
+    """The mass taped on ``link`` from recordings without it (``before``) and with it (``after``): one
+    recording each, or several (repeated runs average out what changes from run to run)."""
+    link = link_name(model, link)
+    befores, afters = _recordings("no-weight", before), _recordings("with-weight", after)
+    settings = default_filter(model)
+    pb = [prepare(model, d, settings) for d in befores]
+    pa = [prepare(model, d, settings) for d in afters]
+    rate = pb[0].rate
+    if any(abs(d.rate - rate) > 1e-3 * rate for d in pb + pa):
+        raise DataError("added mass: the recordings have different sampling rates "
+                        f"({', '.join(f'{d.rate:g}' for d in pb + pa)} Hz)")
+    regs_b = [build_regression(model, d) for d in pb]
+    regs_a = [build_regression(model, d) for d in pa]
+    lags = estimate_torque_lags(regs_b + regs_a, rate)  # the same arm, the same delays
+    regs_b = [delayed(r, lags) for r in regs_b]
+    regs_a = [delayed(r, lags) for r in regs_a]
     start = model.layout.inertial_blocks[link]
-    H_full = model.regressor(pa.q, pa.qd, pa.qdd)[:, :, start + 6:start + 10]  # lx ly lz m
-    H_full = lowpass(H_full.reshape(len(H_full), -1), pa.rate, settings.cutoff_hz, settings.order).reshape(
-        H_full.shape)
-    H_link = np.stack([H_full[top - lag:top - lag + len(ra.y), j, :] for j, lag in enumerate(lags)], axis=1)
+    H_link = np.concatenate([_link_columns(model, d, start, lags, len(r.y), settings)
+                             for d, r in zip(pa, regs_a, strict=True)])
+    rb, ra = _stacked(regs_b), _stacked(regs_a)
     weights = range_weights(np.concatenate([rb.y, ra.y]))
-    correlation = max(1.0, pb.rate / (2.0 * settings.cutoff_hz))
+    correlation = max(1.0, rate / (2.0 * settings.cutoff_hz))
     y = np.concatenate([rb.y, ra.y])
     r = model.base.count
     # keep the first-moment components that the data can separate from the rest

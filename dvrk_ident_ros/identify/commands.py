@@ -46,8 +46,8 @@ def _added_mass(args: argparse.Namespace) -> int:
     from dvrk_ident_ros.identify.added_mass import estimate_added_mass
 
     model = load_model(args.arm)
-    before = load_dataset(args.before, args.format, joints=model.dof, dvrk_from_motor=model.A)
-    after = load_dataset(args.after, args.format, joints=model.dof, dvrk_from_motor=model.A)
+    before, after = ([load_dataset(path, args.format, joints=model.dof, dvrk_from_motor=model.A) for path in paths]
+                     for paths in (args.before, args.after))
     print(json.dumps(estimate_added_mass(model, args.link, before, after).as_dict(), indent=1))
     return 0
 
@@ -76,7 +76,7 @@ def add_identify_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--arm", required=True)
     p.add_argument("--link", required=True,
                    help="frame name of the link the weight is on, e.g. 2'' (or 2pp) for the PSM parallelogram")
-    p.add_argument("--before", required=True)
-    p.add_argument("--after", required=True)
+    p.add_argument("--before", required=True, nargs="+", help="recording(s) without the weight")
+    p.add_argument("--after", required=True, nargs="+", help="recording(s) with the weight, same trajectory")
     p.add_argument("--format", choices=FORMAT_CHOICES, default=None)
     p.set_defaults(handler=_added_mass)
