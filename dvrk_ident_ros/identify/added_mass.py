@@ -102,6 +102,31 @@ def _stacked(regressions: list[Regression]) -> Regression:
     return Regression(np.concatenate([r.Hb for r in regressions]), np.concatenate([r.y for r in regressions]))
 
 
+def _separable_moments(rb: Regression, ra: Regression, H_link: np.ndarray, weights: np.ndarray) -> list[int]:
+    """The first-moment components (0, 1, 2 = x, y, z) the data can separate from the rest of the fit
+    (on a link that only translates, a component along the motion is not)."""
+    samples, dof, r = rb.Hb.shape
+    moments: list[int] = []
+    for axis in range(3):
+        trial = [*moments, axis, 3]
+        A = np.concatenate([np.concatenate([rb.Hb, np.zeros((samples, dof, len(trial)))], axis=2),
+                            np.concatenate([ra.Hb, H_link[:, :, trial]], axis=2)]).reshape(-1, r + len(trial))
+        if np.linalg.matrix_rank(A * weights[np.arange(A.shape[0]) % dof, None]) == A.shape[1]:
+            moments.append(axis)
+    return moments
+
+
+def _per_parameter_ratios(model: ArmModel, mass_index: int, rb: Regression, ra: Regression,
+                          weights: np.ndarray) -> list[dict]:
+    """Wang 2019 Table IV: two separate fits; each base parameter containing the link's mass gives
+    m = (delta_after - delta_before) / c (shown for comparison)."""
+    K = model.base.matrix(len(model.layout))
+    fit_b, fit_a = (np.linalg.lstsq(*reg.weighted(weights), rcond=None)[0] for reg in (rb, ra))
+    return [{"base_parameter": model.base_parameter_names[i][:80], "coefficient": float(K[i, mass_index]),
+             "mass_kg": float((fit_a[i] - fit_b[i]) / K[i, mass_index])}
+            for i in np.flatnonzero(np.abs(K[:, mass_index]) > 1e-12)]
+
+
 def estimate_added_mass(model: ArmModel, link: str, before: Dataset | Sequence[Dataset],
                         after: Dataset | Sequence[Dataset]) -> AddedMass:
     """The mass taped on ``link`` from recordings without it (``before``) and with it (``after``): one
@@ -128,15 +153,7 @@ def estimate_added_mass(model: ArmModel, link: str, before: Dataset | Sequence[D
     correlation = max(1.0, rate / (2.0 * settings.cutoff_hz))
     y = np.concatenate([rb.y, ra.y])
     r = model.base.count
-    # keep the first-moment components that the data can separate from the rest
-    # (on a link that only translates, a component along the motion is not)
-    moments = []
-    for axis in range(3):
-        trial = [*moments, axis, 3]
-        A = np.concatenate([np.concatenate([rb.Hb, np.zeros((len(rb.y), model.dof, len(trial)))], axis=2),
-                            np.concatenate([ra.Hb, H_link[:, :, trial]], axis=2)]).reshape(-1, r + len(trial))
-        if np.linalg.matrix_rank(A * weights[np.arange(A.shape[0]) % model.dof, None]) == A.shape[1]:
-            moments.append(axis)
+    moments = _separable_moments(rb, ra, H_link, weights)
     columns = [*moments, 3]
     zeros = np.zeros((len(rb.y), model.dof, len(columns)))
     x, cov, rss, rows = _joint_fit(rb.Hb, ra.Hb, y, zeros, H_link[:, :, columns], weights, correlation)
@@ -145,17 +162,7 @@ def estimate_added_mass(model: ArmModel, link: str, before: Dataset | Sequence[D
     for k, axis in enumerate(moments):
         offset[axis] = float(x[r + k] / mass) if mass != 0 else 0.0
     x0, cov0, rss0, _ = _joint_fit(rb.Hb, ra.Hb, y, zeros[:, :, :1], H_link[:, :, 3:], weights, correlation)
-    # the paper's per-parameter ratios from two separate fits (shown for comparison)
-    K = model.base.matrix(len(model.layout))
-    fit_b = np.linalg.lstsq((rb.Hb * weights[None, :, None]).reshape(-1, r), (rb.y * weights).reshape(-1),
-                            rcond=None)[0]
-    fit_a = np.linalg.lstsq((ra.Hb * weights[None, :, None]).reshape(-1, r), (ra.y * weights).reshape(-1),
-                            rcond=None)[0]
-    per = []
-    for i in np.flatnonzero(np.abs(K[:, start + 9]) > 1e-12):
-        c = K[i, start + 9]
-        per.append({"base_parameter": model.base_parameter_names[i][:80], "coefficient": float(c),
-                    "mass_kg": float((fit_a[i] - fit_b[i]) / c)})
+    per = _per_parameter_ratios(model, start + 9, rb, ra, weights)
     # Model choice by the Bayesian information criterion on the effective
     # number of independent rows: the weight's position is estimated only if
     # the data support it better than a weight at the frame origin.
