@@ -230,6 +230,23 @@ def test_grid_file_round_trip(tmp_path):
         load_grid(path, arm="MTMR")
 
 
+@pytest.mark.parametrize(("sweeps", "message"), [
+    ([{"poses": [[0.0] * 7, [0.0] * 6]}], r"sweeps\[0\]\.poses must be"),  # ragged
+    ([{"poses": [["a"] * 7]}], r"sweeps\[0\]\.poses must be"),
+    (["not a mapping"], r"sweeps\[0\] must be a mapping"),
+    ({"poses": []}, "sweeps must be a list"),
+])
+def test_a_malformed_grid_is_one_data_error(tmp_path, sweeps, message):
+    import yaml
+
+    from dvrk_ident_ros.excitation.files import GRID_FORMAT
+
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump({"format": GRID_FORMAT, "arm": "MTML", "sweeps": sweeps}))
+    with pytest.raises(DataError, match=message):
+        load_grid(path, arm="MTML")
+
+
 SHIPPED = sorted((REPO_ROOT / "config" / "trajectories").glob("*.yaml"))
 
 

@@ -132,6 +132,16 @@ def test_unknown_link_for_added_mass(psm_recordings, capsys):
     assert "link '9' carries no inertial parameters" in capsys.readouterr().err
 
 
+def test_a_parameter_file_without_its_fields_is_one_data_error(tmp_path):
+    from dvrk_ident_ros.errors import DataError
+    from dvrk_ident_ros.identify.results import FORMAT
+
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps({"format": FORMAT, "arm": "psm"}))
+    with pytest.raises(DataError, match="parameter file without description_hash"):
+        IdentificationResult.load(path)
+
+
 def test_infeasible_solve_writes_no_parameter_file(psm_recordings, tmp_path, capsys):
     import yaml
 

@@ -111,8 +111,16 @@ def load_grid(path: str | Path, arm: str | None = None) -> dict:
         raise DataError(f"{path}: not a dvrk_ident pose grid")
     if arm is not None and str(raw.get("arm", "")).upper() != arm.upper():
         raise DataError(f"{path}: the pose grid is for the {raw.get('arm')}, not the {arm}")
-    for i, sweep in enumerate(raw.get("sweeps") or []):
-        poses = np.asarray(sweep.get("poses", []), dtype=float)
+    sweeps = raw.get("sweeps") or []
+    if not isinstance(sweeps, list):
+        raise DataError(f"{path}: sweeps must be a list")
+    for i, sweep in enumerate(sweeps):
+        if not isinstance(sweep, dict):
+            raise DataError(f"{path}: sweeps[{i}] must be a mapping")
+        try:
+            poses = np.asarray(sweep.get("poses", []), dtype=float)
+        except (TypeError, ValueError):
+            poses = np.empty((0, 0))  # ragged or not numbers
         if poses.ndim != 2 or poses.shape[1] != 7 or not np.all(np.isfinite(poses)):
             raise DataError(f"{path}: sweeps[{i}].poses must be a list of 7 finite numbers per pose")
     return raw

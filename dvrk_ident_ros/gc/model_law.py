@@ -67,5 +67,9 @@ def load_model_compensation(path: Path, arm_family: str, torque_limit: np.ndarra
     if not result.standard:
         raise DataError(f"{path}: no standard parameters (identify with --method sdp for gravity compensation)")
     model = model_for(result)
-    delta = np.array([result.standard[name] for name in model.parameter_names])
+    missing = [name for name in model.parameter_names if name not in result.standard]
+    if missing:
+        raise DataError(f"{path}: standard parameters missing: {', '.join(missing[:5])}"
+                        + (f" and {len(missing) - 5} more" if len(missing) > 5 else ""))
+    delta = np.array([float(result.standard[name]) for name in model.parameter_names])
     return ModelCompensation(model, delta, torque_limit, str(path))

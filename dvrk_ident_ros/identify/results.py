@@ -8,7 +8,7 @@ settings, solver statistics and per-joint errors.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import MISSING, asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -59,5 +59,9 @@ class IdentificationResult:
         if not isinstance(raw, dict) or raw.get("format") != FORMAT:
             raise DataError(f"{path}: not a dvrk_ident parameter file (format {raw.get('format')!r})"
                             if isinstance(raw, dict) else f"{path}: not a dvrk_ident parameter file")
-        known = set(cls.__dataclass_fields__)
-        return cls(**{k: v for k, v in raw.items() if k in known})
+        fields = cls.__dataclass_fields__
+        required = [name for name, f in fields.items() if f.default is MISSING and f.default_factory is MISSING]
+        missing = [name for name in required if name not in raw]
+        if missing:
+            raise DataError(f"{path}: parameter file without {', '.join(missing)}")
+        return cls(**{k: v for k, v in raw.items() if k in fields})

@@ -189,7 +189,10 @@ class TrajectoryPlayerNode(Node):
                                          sweep_stride=self.sweep_stride,
                                          tolerance=self.pose_tolerance), "grid"
         trajectory, meta = load_trajectory(path, arm=self.family, joints=self.model.dof)
-        periods = self.periods or int(meta.get("periods") or 1)
+        try:
+            periods = self.periods or int(meta.get("periods") or 1)
+        except (TypeError, ValueError):
+            raise DataError(f"{path}: periods {meta.get('periods')!r} is not a whole number") from None
         return playback.FourierPlayback(trajectory, self.model, self.checker, periods=periods,
                                         speed_scale=speed_scale, ramp_speed=self.ramp_speed), "fourier"
 
