@@ -5,7 +5,7 @@ No ROS command-line tools are needed: the nodes run as processes started by
 
 1. Models of the MTM and PSM: generated or loaded from cache, checked against
    the independent Lagrangian.
-2. PSM: simulated_arm (/clock, faster than real time) + trajectory_player
+2. PSM: simulated_arm (/clock, at ``--real-time-factor``, 1 by default) + trajectory_player
    (the shipped excitation trajectory) + recorder -> a rosbag2 bag; then
    identification_service: ``/identify`` (SDP) on that bag -> per-joint errors,
    report and plot, and the identified base parameters against the

@@ -48,3 +48,15 @@ def test_fade_out_then_stopped_and_resume_from_the_current_scale():
     sup.begin_fade_out()
     assert sup.fade_step(1.0) == 0.0 and sup.state == STOPPED
     assert not sup.is_stale(1e9)  # stopped: nothing to watch
+
+
+@pytest.mark.parametrize(("settings", "message"), [
+    ({"stale_periods": 1.0}, "stale_periods 1.0: expected more than 1 period"),
+    ({"ramp_in_time": -0.1}, "ramp_in_time -0.1"),
+    ({"fade_out_time": float("nan")}, "fade_out_time nan"),
+])
+def test_settings_the_watchdog_cannot_work_with_are_refused(settings, message):
+    from dvrk_ident_ros.errors import DvrkIdentError
+
+    with pytest.raises(DvrkIdentError, match=message):
+        SupervisorSettings(**settings)

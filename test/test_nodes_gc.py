@@ -336,10 +336,16 @@ def test_sigint_while_the_state_streams(ros_env, rclpy_context, tmp_path):
 @pytest.mark.ros
 def test_bad_start_exits_with_status_2(ros_env, tmp_path):
     path, _ = _gc_file(tmp_path)
-    for params, arm, message in [(str(tmp_path / "missing.json"), ARM, "missing.json: cannot read"),
-                                 (path, "MTMX", "unknown arm 'MTMX'"),
-                                 (path, "MTMR", "gc parameters of MTML")]:
-        proc = subprocess.run(_gc_node(params, arm=arm), env=ros_env, capture_output=True, text=True, timeout=30)
+    truncated = tmp_path / "identified.json"
+    truncated.write_text('{"format": "dvrk_ident.parameters/1", "arm": "mtm"}')
+    for params, arm, extra, message in [
+            (str(tmp_path / "missing.json"), ARM, [], "missing.json: cannot read"),
+            (path, "MTMX", [], "unknown arm 'MTMX'"),
+            (path, "MTMR", [], "gc parameters of MTML"),
+            (str(truncated), ARM, [], "parameter file without description_hash"),
+            (path, ARM, ["stale_periods:=1.0"], "stale_periods 1.0: expected more than 1 period")]:
+        proc = subprocess.run(_gc_node(params, *extra, arm=arm), env=ros_env, capture_output=True, text=True,
+                              timeout=30)
         out = proc.stdout + proc.stderr
         assert proc.returncode == 2, out
         errors = [line for line in out.splitlines() if line.startswith("error:")]

@@ -9,7 +9,7 @@ from dvrk_ident_ros.files import add_command_group
 from dvrk_ident_ros.gc.crossval import cross_validate, select_orders
 from dvrk_ident_ros.gc.data import load_poses
 from dvrk_ident_ros.gc.mlse import DEFAULT_ORDERS, relative_errors
-from dvrk_ident_ros.gc.params import SIDES, load_gc
+from dvrk_ident_ros.gc.params import load_gc
 
 
 def _orders(text: str | None) -> dict[int, int]:
@@ -23,16 +23,6 @@ def _orders(text: str | None) -> dict[int, int]:
     if len(values) != 6:
         raise DataError(f"--orders: expected six integers (joints 1-6), got {len(values)}")
     return dict(zip(range(1, 7), values, strict=True))
-
-
-def _arm(args, data) -> str:
-    arm = (args.arm or "").upper()
-    if not arm:
-        name = str(data.source).upper()
-        arm = next((s for s in SIDES if s in name), "")
-    if arm not in SIDES:
-        raise DataError(f"unknown arm {args.arm or '(not given)'!r}: the gc model is for MTML or MTMR (--arm)")
-    return arm
 
 
 def _fit(args: argparse.Namespace) -> int:

@@ -16,6 +16,8 @@ from collections import deque
 from dataclasses import dataclass
 from statistics import median
 
+from dvrk_ident_ros.errors import DvrkIdentError
+
 RAMP_IN, ACTIVE, FADING_OUT, STOPPED = 0, 1, 2, 3
 
 
@@ -25,6 +27,14 @@ class SupervisorSettings:
     fade_out_time: float = 0.5  # s
     stale_periods: float = 3.0
     min_period: float = 0.001  # s: the period estimate never goes below (1 kHz)
+
+    def __post_init__(self) -> None:
+        if not self.ramp_in_time >= 0.0:
+            raise DvrkIdentError(f"ramp_in_time {self.ramp_in_time}: expected >= 0 s")
+        if not self.fade_out_time >= 0.0:
+            raise DvrkIdentError(f"fade_out_time {self.fade_out_time}: expected >= 0 s")
+        if not self.stale_periods > 1.0:  # stale after stale_periods - 1 periods: at most 1 would be always
+            raise DvrkIdentError(f"stale_periods {self.stale_periods}: expected more than 1 period")
 
 
 class CompensationSupervisor:

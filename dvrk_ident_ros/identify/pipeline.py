@@ -6,12 +6,10 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, replace
-from pathlib import Path
 
 import numpy as np
 
 from dvrk_ident_ros.data.dataset import Dataset
-from dvrk_ident_ros.data.loaders import load_dataset
 from dvrk_ident_ros.data.processing import FilterSettings, lowpass, process
 from dvrk_ident_ros.errors import DataError, SolverError
 from dvrk_ident_ros.identify.least_squares import solve_least_squares
@@ -197,14 +195,6 @@ def filtered_torques(result_or_settings, data: Dataset) -> np.ndarray:
     settings = (result_or_settings if isinstance(result_or_settings, FilterSettings)
                 else FilterSettings(**result_or_settings.filter))
     return lowpass(data.tau, data.rate, settings.cutoff_hz, settings.order)
-
-
-def identify_files(arm: str, files: list[str | Path], method: str = "sdp", fmt: str | None = None,
-                   settings: FilterSettings | None = None, torque_lags: str | list[float] = "auto"
-                   ) -> tuple[IdentificationResult, ArmModel]:
-    model = load_model(arm)
-    datasets = [load_dataset(f, fmt, joints=model.dof, dvrk_from_motor=model.A) for f in files]
-    return identify(model, datasets, method, settings, torque_lags=torque_lags), model
 
 
 def split(data: Dataset, fraction: float) -> tuple[Dataset, Dataset]:

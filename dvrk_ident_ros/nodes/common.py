@@ -1,11 +1,12 @@
-"""What every node shares: QoS, JointState in/out with validation, arm naming, the main loop.
+"""What every node shares: QoS, arm naming, JointState filling, parameter declaration,
+the callback guard and the main loop.
 
-Validation raises :class:`~dvrk_ident_ros.errors.DataError`; nodes catch it at
-the callback boundary, log one line and keep running.
+A callback wrapped by :func:`guarded` that raises
+:class:`~dvrk_ident_ros.errors.DvrkIdentError` (bad input) logs one line and the
+node keeps running; the gravity compensation checks its samples inline instead.
 """
 from __future__ import annotations
 
-import math
 import re
 import signal
 import threading
@@ -20,7 +21,7 @@ from rclpy.node import Node
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.signals import SignalHandlerOptions
 
-from dvrk_ident_ros.errors import DataError, DvrkIdentError
+from dvrk_ident_ros.errors import DvrkIdentError
 
 #: State and command topics: reliable, deep enough that a 1 kHz stream survives a slow callback.
 STATE_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=100, reliability=ReliabilityPolicy.RELIABLE)
@@ -28,7 +29,7 @@ STATE_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=100, reliability=R
 #: retransmission delays it); matches the dVRK's reliable publishers. Not for the recorder: it loses nothing.
 CONTROL_STATE_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=100, reliability=ReliabilityPolicy.BEST_EFFORT)
 
-_ARM = re.compile(r"^(MTML|MTMR|PSM[1-3]|ECM)$")
+_ARM = re.compile(r"^(MTML|MTMR|PSM[1-3])$")
 
 
 def check_arm_name(arm: str) -> str:
@@ -41,22 +42,6 @@ def check_arm_name(arm: str) -> str:
 def arm_family(arm: str) -> str:
     """'mtm' or 'psm' for a dVRK arm name."""
     return "mtm" if check_arm_name(arm).startswith("MTM") else "psm"
-
-
-def stamp_seconds(stamp) -> float:
-    return stamp.sec + 1e-9 * stamp.nanosec
-
-
-def vector_field(msg, field: str, count: int, what: str) -> list[float]:
-    """``msg.<field>`` as a list of ``count`` finite floats, or DataError naming the problem."""
-    values = getattr(msg, field)
-    if len(values) != count:
-        raise DataError(f"{what}: {len(values)} {field} values, expected {count}")
-    out = [float(v) for v in values]
-    for i, v in enumerate(out):
-        if not math.isfinite(v):
-            raise DataError(f"{what}: {field}[{i}] is {v}")
-    return out
 
 
 def fill_joint_state(msg, stamp, names: Sequence[str], position=None, velocity=None, effort=None):
@@ -124,6 +109,17 @@ def _request_shutdown(signum, frame) -> None:
     _shutdown.set()
 
 
+def _events_executor(node: Node):
+    """rclpy's EventsExecutor (Kilted; Jazzy from rclpy 7.1.4); where it does not exist (Humble), the
+    SingleThreadedExecutor, with a warning: the node works the same, with more latency."""
+    try:
+        from rclpy.experimental import EventsExecutor
+    except ImportError:
+        node.get_logger().warning("rclpy has no EventsExecutor here (Humble?): using the SingleThreadedExecutor")
+        return SingleThreadedExecutor()
+    return EventsExecutor()
+
+
 def run(node_factory: Callable[[], Node], args: list[str] | None = None, executor: str = "single") -> int:
     """Create the node, spin it until SIGINT/SIGTERM, then ``node.close()``.
 
@@ -143,11 +139,14 @@ def run(node_factory: Callable[[], Node], args: list[str] | None = None, executo
     node = None
     status = 0
     try:
-        node = node_factory()
+        try:
+            node = node_factory()
+        except (DvrkIdentError, ParameterException):
+            raise
+        except Exception as exc:  # a configuration the node cannot start with, whatever broke
+            raise DvrkIdentError(f"cannot start: {type(exc).__name__}: {exc}") from exc
         if executor == "events":
-            from rclpy.experimental import EventsExecutor
-
-            spinner = EventsExecutor()
+            spinner = _events_executor(node)
         elif executor == "multi":  # only for nodes without high-rate subscriptions (the /identify service)
             from rclpy.executors import MultiThreadedExecutor
 

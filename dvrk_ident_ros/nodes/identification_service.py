@@ -64,6 +64,8 @@ class IdentificationServiceNode(Node):
             if request.model_file:
                 raise DvrkIdentError("model_file: custom arm descriptions are not supported by the service yet; "
                                      "use the built-in mtm/psm")
+            if request.overrides_yaml:
+                raise DvrkIdentError("overrides_yaml: settings overrides are not supported by the service yet")
             for f in request.data_files:
                 if not Path(f).exists():
                     raise DvrkIdentError(f"{f}: no such file or bag")

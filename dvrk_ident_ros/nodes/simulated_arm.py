@@ -13,6 +13,7 @@ the other nodes run with ``use_sim_time``.
 """
 from __future__ import annotations
 
+import math
 import sys
 import threading
 import time
@@ -66,9 +67,15 @@ class SimulatedArmNode(Node):
             raise DvrkIdentError(f"physics_rate {physics_rate} Hz below publish_rate {self.publish_rate} Hz")
         family = arm_family(self.arm)
         config = load_sim_config(family, config_file or None, true_parameters or None)
+        if initial in ([], [0.0]):  # the default: the arm's home pose
+            initial_position = None
+        elif len(initial) == config.model.dof:
+            initial_position = np.asarray(initial, dtype=float)
+        else:
+            raise DvrkIdentError(f"initial_position: {len(initial)} values, the {family.upper()} has "
+                                 f"{config.model.dof} joints")
         self.sim = SimulatedArm(config, self.arm if family == "mtm" else None, noise=noise, seed=seed,
-                                physics_rate=physics_rate,
-                                initial_position=np.asarray(initial) if len(initial) == config.model.dof else None)
+                                physics_rate=physics_rate, initial_position=initial_position)
         self.names = self.sim.names
         self.arm_joints = 6 if family == "psm" else 7  # the PSM's jaw is published on its own topics
         self._pub = {name: self.create_publisher(JointState, f"/{self.arm}/{name}", STATE_QOS)
@@ -139,7 +146,10 @@ class SimulatedArmNode(Node):
         values = getattr(msg, field)
         if len(values) != 1:
             raise DvrkIdentError(f"jaw {field}: {len(values)} values, expected 1")
-        return float(values[0])
+        value = float(values[0])
+        if not math.isfinite(value):
+            raise DvrkIdentError(f"jaw {field}: {value}")
+        return value
 
     def _jaw_servo_jp(self, msg: JointState) -> None:
         q, qd = self.sim.q_ref.copy(), self.sim.qd_ref.copy()  # the arm's joints keep their setpoint
