@@ -79,9 +79,10 @@ def guarded(node: Node, what: str, callback: Callable, every: float = 1.0) -> Ca
     return wrapper
 
 
-def declare(node: Node, name: str, default, kind: type | None = None):
+def declare(node: Node, name: str, default, kind: type | None = None, items: type | None = None):
     """Declare a parameter; ``-p x:=1`` for a float parameter is accepted as 1.0, and a value of the
-    wrong type is a DvrkIdentError (one line, exit status 2), not a traceback."""
+    wrong type (or, for a list, an element not of type ``items``) is a DvrkIdentError (one line, exit
+    status 2), not a traceback."""
     kind = kind or type(default)
     try:
         value = node.declare_parameter(name, default, ParameterDescriptor(dynamic_typing=True)).value
@@ -89,8 +90,10 @@ def declare(node: Node, name: str, default, kind: type | None = None):
         raise DvrkIdentError(f"parameter {name}: {exc}") from exc
     if kind is float and isinstance(value, int) and not isinstance(value, bool):
         value = float(value)
-    if kind is list:
+    if kind is list:  # an empty list arrives typed as a byte array
         value = [] if value is None or len(value) == 0 else list(value)
+        if items is not None and not all(isinstance(v, items) for v in value):
+            raise DvrkIdentError(f"parameter {name}: {value!r} is not a list of {items.__name__}")
         return value
     if not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)):
         raise DvrkIdentError(f"parameter {name}: {value!r} is not a {kind.__name__}")

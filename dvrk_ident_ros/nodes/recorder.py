@@ -17,8 +17,7 @@ import time
 from datetime import datetime
 from pathlib import Path
 
-from rcl_interfaces.msg import ParameterDescriptor
-from rclpy.exceptions import InvalidTopicNameException, ParameterException
+from rclpy.exceptions import InvalidTopicNameException
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 
@@ -26,7 +25,7 @@ from dvrk_ident.msg import PlayerStatus, RecorderStatus
 from dvrk_ident_ros.data.interfaces import JOINT_STATE, PLAYER_STATUS
 from dvrk_ident_ros.data.recording import BagWriter
 from dvrk_ident_ros.errors import DvrkIdentError
-from dvrk_ident_ros.nodes.common import STATE_QOS, check_arm_name, guarded, run
+from dvrk_ident_ros.nodes.common import STATE_QOS, check_arm_name, declare, guarded, run
 
 PLAYER_STATUS_TOPIC = "/dvrk_ident/player_status"
 STATUS_TOPIC = "/dvrk_ident/recorder_status"
@@ -56,12 +55,12 @@ class Recorder(Node):
         super().__init__("recorder")
         self._closing = False
         self._bag: BagWriter | None = None
-        arm = check_arm_name(self._parameter("arm", "PSM1", str))
-        bag_path = self._parameter("bag_path", "", str)
-        output_directory = self._parameter("output_directory", "recordings", str)
-        record_setpoint = self._parameter("record_setpoint", True, bool)
-        gap_threshold = self._parameter("gap_threshold", 0.0, float)
-        extra_topics = self._parameter("extra_topics", [], list)
+        arm = check_arm_name(declare(self, "arm", "PSM1"))
+        bag_path = declare(self, "bag_path", "")
+        output_directory = declare(self, "output_directory", "recordings")
+        record_setpoint = declare(self, "record_setpoint", True)
+        gap_threshold = declare(self, "gap_threshold", 0.0)
+        extra_topics = declare(self, "extra_topics", [], items=str)
         if gap_threshold < 0:
             raise DvrkIdentError(f"gap_threshold {gap_threshold}: expected seconds >= 0 (0 = automatic)")
         if not bag_path:
@@ -79,23 +78,6 @@ class Recorder(Node):
         self._status = self.create_publisher(RecorderStatus, STATUS_TOPIC, 10)
         self._timer = self.create_timer(1.0, guarded(self, "status", self._publish_status))
         self.get_logger().info(f"recording {len(topics)} topics to {self._bag.path}: {', '.join(topics)}")
-
-    def _parameter(self, name: str, default, kind: type):
-        """Declare ``name``; a value of the wrong type is a DvrkIdentError (exit code 2), not a traceback."""
-        try:
-            value = self.declare_parameter(name, default, ParameterDescriptor(dynamic_typing=True)).value
-        except ParameterException as exc:
-            raise DvrkIdentError(f"parameter {name}: {exc}") from exc
-        if kind is float and isinstance(value, int) and not isinstance(value, bool):
-            value = float(value)
-        if kind is list:  # an empty list arrives typed as a byte array
-            value = [] if value is None or len(value) == 0 else value
-            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-                raise DvrkIdentError(f"parameter {name}: {value!r} is not a list of strings")
-            return value
-        if not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)):
-            raise DvrkIdentError(f"parameter {name}: {value!r} is not a {kind.__name__}")
-        return value
 
     def _callback(self, topic: str):
         write = self._write
