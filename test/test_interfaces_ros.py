@@ -85,3 +85,25 @@ def test_action_and_status_types_are_complete():
     assert (goal.arm, feedback.progress, result.outcome) == ("PSM1", 0.5, 2)
     assert PlayerStatus.PHASE_SAMPLING != PlayerStatus.PHASE_SETTLING
     assert RecorderStatus().message_counts == [] or len(RecorderStatus().message_counts) == 0
+
+
+def test_nodes_fall_back_to_the_single_threaded_executor_without_the_events_executor(rclpy_context):
+    """rclpy on Humble has no EventsExecutor: the nodes still run (with a warning), on the node's context."""
+    from unittest import mock
+
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+
+    from dvrk_ident_ros.nodes.common import _events_executor
+
+    node = rclpy.create_node("fallback_check", context=rclpy_context)
+    try:
+        with mock.patch.dict(sys.modules, {"rclpy.experimental": None}), \
+                mock.patch.object(node, "get_logger") as logger:
+            executor = _events_executor(node)
+        assert isinstance(executor, SingleThreadedExecutor)
+        assert executor.context is rclpy_context
+        assert "SingleThreadedExecutor" in logger.return_value.warning.call_args[0][0]
+        executor.shutdown()
+    finally:
+        node.destroy_node()

@@ -119,8 +119,8 @@ def _events_executor(node: Node):
         from rclpy.experimental import EventsExecutor
     except ImportError:
         node.get_logger().warning("rclpy has no EventsExecutor here (Humble?): using the SingleThreadedExecutor")
-        return SingleThreadedExecutor()
-    return EventsExecutor()
+        return SingleThreadedExecutor(context=node.context)
+    return EventsExecutor(context=node.context)
 
 
 def run(node_factory: Callable[[], Node], args: list[str] | None = None, executor: str = "single") -> int:
