@@ -16,7 +16,13 @@ from dvrk_ident_ros.identify.added_mass import estimate_added_mass
 from dvrk_ident_ros.identify.compare import relative_parameter_errors
 from dvrk_ident_ros.identify.least_squares import solve_least_squares
 from dvrk_ident_ros.identify.pipeline import filtered_torques, identify, predict, prepare, split
-from dvrk_ident_ros.identify.problem import Regression, build_regression, range_weights, relative_errors
+from dvrk_ident_ros.identify.problem import (
+    Regression,
+    build_regression,
+    default_filter,
+    range_weights,
+    relative_errors,
+)
 from dvrk_ident_ros.identify.sdp import _constraints, solve_sdp
 from dvrk_ident_ros.identify.synthetic import plausible_parameters, random_fourier, synthetic_recording
 from dvrk_ident_ros.model.arm_model import load_model
@@ -97,7 +103,7 @@ def _real(arm: str) -> bool:
             lags = " ".join(f"{1000 * x:.0f}" for x in result.torque_lags)
             print(f"  {label + ' (' + method + ')':<44} {_fmt(errors)}  {100 * errors.mean():5.1f}   lags ms: {lags}")
     if arm == "psm":
-        _recording_floor(data, twin)
+        _recording_floor(model, data, twin)
     period = _motion_period(data)
     print(f"  caveat: the recording repeats its motion every {period:.1f} s ({data.t[-1] - data.t[0]:.0f} s in all), "
           "so every test set above replays motion the fit has seen:")
@@ -109,12 +115,12 @@ def _real(arm: str) -> bool:
     return True
 
 
-def _recording_floor(first, second) -> None:
+def _recording_floor(model, first, second) -> None:
     """What no model fitted on one recording can beat on the other: the two recordings of the same
     commanded trajectory compared directly (filtered torques, relative difference per joint), and the
     least-squares gain between their torques (a recording-wide scale, e.g. a current calibration)."""
     n = min(first.samples, second.samples)
-    a, b = (lowpass(d.tau[:n], d.rate, 5.4, 6) for d in (first, second))
+    a, b = (filtered_torques(default_filter(model), d.select(slice(0, n))) for d in (first, second))
     motion = np.sqrt(np.mean((first.q[:n] - second.q[:n]) ** 2, axis=0))
     difference = np.linalg.norm(a - b, axis=0) / np.linalg.norm(b, axis=0)
     gain = np.sum(a * b, axis=0) / np.sum(b * b, axis=0)

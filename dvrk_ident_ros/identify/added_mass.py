@@ -98,10 +98,6 @@ def _link_columns(model: ArmModel, processed: Dataset, start: int, lags: np.ndar
     return np.stack([H[top - lag:top - lag + samples, j, :] for j, lag in enumerate(lags)], axis=1)
 
 
-def _stacked(regressions: list[Regression]) -> Regression:
-    return Regression(np.concatenate([r.Hb for r in regressions]), np.concatenate([r.y for r in regressions]))
-
-
 def _separable_moments(rb: Regression, ra: Regression, H_link: np.ndarray, weights: np.ndarray) -> list[int]:
     """The first-moment components (0, 1, 2 = x, y, z) the data can separate from the rest of the fit
     (on a link that only translates, a component along the motion is not)."""
@@ -148,7 +144,7 @@ def estimate_added_mass(model: ArmModel, link: str, before: Dataset | Sequence[D
     start = model.layout.inertial_blocks[link]
     H_link = np.concatenate([_link_columns(model, d, start, lags, len(r.y), settings)
                              for d, r in zip(pa, regs_a, strict=True)])
-    rb, ra = _stacked(regs_b), _stacked(regs_a)
+    rb, ra = Regression.stacked(regs_b), Regression.stacked(regs_a)
     weights = range_weights(np.concatenate([rb.y, ra.y]))
     correlation = max(1.0, rate / (2.0 * settings.cutoff_hz))
     y = np.concatenate([rb.y, ra.y])

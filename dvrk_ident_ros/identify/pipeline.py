@@ -81,10 +81,6 @@ def prepare(model: ArmModel, data: Dataset, settings: FilterSettings | None = No
     return process(data, settings or default_filter(model))
 
 
-def _stack(regressions: list[Regression]) -> Regression:
-    return Regression(np.concatenate([r.Hb for r in regressions]), np.concatenate([r.y for r in regressions]))
-
-
 def identify(model: ArmModel, datasets: list[Dataset], method: str = "sdp",
              settings: FilterSettings | None = None, torque_lags: str | list[float] = "auto") -> IdentificationResult:
     """Identify from raw datasets (filtered here with ``settings`` or the arm's defaults).
@@ -111,7 +107,7 @@ def identify(model: ArmModel, datasets: list[Dataset], method: str = "sdp",
     else:
         lags = np.rint(np.asarray(torque_lags, dtype=float) * rate).astype(int)
     timings["torque_lags"] = time.perf_counter() - t0
-    reg = _stack([delayed(r, lags) for r in regressions])
+    reg = Regression.stacked([delayed(r, lags) for r in regressions])
     t0 = time.perf_counter()
     # effective independent samples: the residual is correlated over about fs / (2 fc) samples
     correlation = max(1.0, processed[0].rate / (2.0 * settings.cutoff_hz))

@@ -22,6 +22,11 @@ class Regression:
     def joints(self) -> int:
         return self.y.shape[1]
 
+    @classmethod
+    def stacked(cls, regressions: list[Regression]) -> Regression:
+        """The samples of several regressions (recordings) one after the other."""
+        return cls(np.concatenate([r.Hb for r in regressions]), np.concatenate([r.y for r in regressions]))
+
     def weighted(self, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Stacked rows (N n x r) and targets with per-joint weights."""
         A = (self.Hb * weights[None, :, None]).reshape(-1, self.Hb.shape[2])
