@@ -45,8 +45,10 @@ def test_psm_collect_and_identify(nodes_env, tmp_path: Path):
     from dvrk_ident_ros.nodes.clients import ArmClient
 
     bag = tmp_path / "psm_bag"
+    # as in the demo: streaming servo_jp in simulation depends on a shared machine keeping up (a starved player
+    # sends late setpoints while the simulated arm moves on); 0.03 rad here when idle, 0.15 seen in CI
     _collect("PSM1", config_directory() / "trajectories" / "psm_fourier.yaml", bag, tmp_path / "logs", nodes_env,
-             {"periods": 1, "stream_rate": 200.0})
+             {"periods": 1, "stream_rate": 200.0, "tracking_error_limit": 0.3})
     model = load_model("psm")
     data = load_dataset(bag, "bag", joints=7, dvrk_from_motor=model.A)
     assert data.t[-1] - data.t[0] > 5.0  # ramp + one 5.6 s period at 100 Hz

@@ -39,6 +39,7 @@ from dvrk_ident_ros.nodes.common import (
 )
 from dvrk_ident_ros.sim.arm import SimulatedArm
 from dvrk_ident_ros.sim.config import load_sim_config
+from dvrk_ident_ros.sim.pacing import RealTimePacer
 
 SIM_EPOCH = 1.0  # s: simulated time starts here (0 means "no time yet" to rclpy)
 
@@ -114,6 +115,8 @@ class SimulatedArmNode(Node):
         self._carry = 0.0
         self._last_wall = time.monotonic()
         self.steps = 0
+        # under /clock: a lag of up to two state periods is caught up, a longer stall slips (sim/pacing.py)
+        self._pacer = RealTimePacer(self.real_time_factor, 2.0 / self.publish_rate / (self.real_time_factor or 1.0))
         if not self.publish_clock:
             self.create_timer(1.0 / self.publish_rate, self._tick_wall)
         self.get_logger().info(
@@ -221,7 +224,9 @@ class SimulatedArmNode(Node):
         server.start()
         period = 1.0 / self.publish_rate
         sim_time = SIM_EPOCH
-        wall_start = time.monotonic()
+        pacer = self._pacer
+        pacer.restart()
+        reported_slips = 0
         clock = Clock()
         try:
             while rclpy.ok() and server.is_alive() and not shutdown_requested():
@@ -233,10 +238,15 @@ class SimulatedArmNode(Node):
                 self._clock_pub.publish(clock)
                 with self._lock:
                     self._publish(stamp)
-                if self.real_time_factor > 0:
-                    ahead = (sim_time - SIM_EPOCH) / self.real_time_factor - (time.monotonic() - wall_start)
-                    if ahead > 0:
-                        time.sleep(ahead)
+                wait = pacer.delay(sim_time - SIM_EPOCH)
+                if wait > 0.0:
+                    time.sleep(wait)
+                elif pacer.slips > reported_slips:
+                    reported_slips = pacer.slips
+                    self.get_logger().warning(
+                        f"the machine stalled the simulation: {pacer.slips} stalls, {pacer.slipped:.3f} s of wall "
+                        "time not replayed (simulated time slips rather than running ahead of its commands)",
+                        throttle_duration_sec=5.0)
         finally:
             stop.set()
             server.join(timeout=1.0)
