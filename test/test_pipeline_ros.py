@@ -96,7 +96,8 @@ def test_gravity_compensation_holds_the_simulated_mtm(nodes_env, tmp_path: Path)
     reference = SimulatedArm(config, "MTML")
     goal = np.array([0.2, 0.3, 0.1, 0.0, 1.0, 0.1, 0.0])
     logs = tmp_path / "logs"
-    with NodeProcess("simulated_arm", {"arm": "MTML", "publish_rate": 500.0}, log_dir=logs, env=nodes_env,
+    with NodeProcess("simulated_arm", {"arm": "MTML", "publish_rate": 500.0, "publish_clock": True,
+                                       "real_time_factor": 1.0}, log_dir=logs, env=nodes_env,
                      name="sim"), ArmClient("MTML", "test_hold") as client:
         client.position(30.0)
         client.move_jp(goal)
@@ -106,8 +107,8 @@ def test_gravity_compensation_holds_the_simulated_mtm(nodes_env, tmp_path: Path)
         with NodeProcess("gravity_compensation", {"arm": "MTML", "parameter_file": str(gc_file),
                                                   "ramp_in_time": 0.0}, log_dir=logs, env=nodes_env) as gc:
             wait_for(lambda: client.first_effort_command is not None, 30.0, "servo_jf")
-            t0 = client.first_effort_command
-            time.sleep(2.2)
+            t0 = client.first_effort_command  # simulated time: the stamp of the first state answered
+            wait_for(lambda: client.recorded_until() >= t0 + 2.0, 60.0, "2 s of simulated time")
             assert gc.running, gc.tail(10)
         client.recording = False
         start, end = tip_pose(reference, client.position_at(t0)), tip_pose(reference, client.position_at(t0 + 2.0))

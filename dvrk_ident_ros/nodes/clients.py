@@ -2,6 +2,7 @@
 read the arm's state, send move_jp, in a private rclpy context."""
 from __future__ import annotations
 
+import math
 import threading
 import time
 
@@ -13,6 +14,10 @@ from sensor_msgs.msg import JointState
 from dvrk_ident.srv import Identify
 from dvrk_ident_ros.errors import DvrkIdentError
 from dvrk_ident_ros.nodes.common import STATE_QOS, fill_joint_state
+
+
+def _seconds(stamp) -> float:
+    return stamp.sec + 1e-9 * stamp.nanosec
 
 
 class ArmClient:
@@ -29,8 +34,9 @@ class ArmClient:
         self.states = 0
         self.node.create_subscription(JointState, f"/{arm}/measured_js", self._on_state, STATE_QOS)
         self._move = self.node.create_publisher(JointState, f"/{arm}/move_jp", 10)
-        self.first_effort_command: float | None = None  # monotonic time of the first servo_jf seen
-        self.history: list[tuple[float, np.ndarray]] = []  # (time, position) while recording
+        # the stamp of the first servo_jf seen: a compensation node stamps it with the state it answers
+        self.first_effort_command: float | None = None
+        self.history: list[tuple[float, np.ndarray]] = []  # (state stamp, position) while recording
         self.recording = False
         self.node.create_subscription(JointState, f"/{arm}/servo_jf", self._on_effort, STATE_QOS)
         self._stop = threading.Event()
@@ -45,16 +51,20 @@ class ArmClient:
         self.state = (time.monotonic(), np.asarray(msg.position, dtype=float), np.asarray(msg.effort, dtype=float))
         self.states += 1
         if self.recording:
-            self.history.append((self.state[0], self.state[1]))
+            self.history.append((_seconds(msg.header.stamp), self.state[1]))
 
     def _on_effort(self, msg: JointState) -> None:
         if self.first_effort_command is None:
-            self.first_effort_command = time.monotonic()
+            self.first_effort_command = _seconds(msg.header.stamp)
 
     def position_at(self, when: float) -> np.ndarray:
-        """The recorded position closest to monotonic time ``when``."""
+        """The recorded position whose state stamp is closest to ``when`` (s; simulated time under /clock)."""
         times = np.array([t for t, _ in self.history])
         return self.history[int(np.argmin(np.abs(times - when)))][1]
+
+    def recorded_until(self) -> float:
+        """Stamp of the newest recorded state (-inf before any)."""
+        return self.history[-1][0] if self.history else -math.inf
 
     def position(self, timeout: float = 10.0) -> np.ndarray:
         deadline = time.monotonic() + timeout

@@ -116,6 +116,7 @@ class SimulatedArmNode(Node):
         self._last_wall = time.monotonic()
         self.steps = 0
         # under /clock: a lag of up to two state periods is caught up, a longer stall slips (sim/pacing.py)
+        self._max_step = 2.0 / self.publish_rate  # s of physics per state message, at most
         self._pacer = RealTimePacer(self.real_time_factor, 2.0 / self.publish_rate / (self.real_time_factor or 1.0))
         if not self.publish_clock:
             self.create_timer(1.0 / self.publish_rate, self._tick_wall)
@@ -183,7 +184,8 @@ class SimulatedArmNode(Node):
 
     def _tick_wall(self) -> None:
         now = time.monotonic()
-        self._advance(min(now - self._last_wall, 0.05))  # after a stall, do not replay it
+        # a stall of this process is not integrated open-loop: the arm's commands could not follow it either
+        self._advance(min(now - self._last_wall, self._max_step))
         self._last_wall = now
         self._publish(self.get_clock().now().to_msg())
 
@@ -244,7 +246,7 @@ class SimulatedArmNode(Node):
                 elif pacer.slips > reported_slips:
                     reported_slips = pacer.slips
                     self.get_logger().warning(
-                        f"the machine stalled the simulation: {pacer.slips} stalls, {pacer.slipped:.3f} s of wall "
+                        f"behind real time: {pacer.slips} slips, {pacer.slipped:.3f} s of wall "
                         "time not replayed (simulated time slips rather than running ahead of its commands)",
                         throttle_duration_sec=5.0)
         finally:
