@@ -196,14 +196,14 @@ def _hold_stage(gc_file: Path, logs: Path, env: dict, poses: int, seed: int) -> 
                     raise DvrkIdentError(f"the simulated MTML reached only {k + 1 - len(skipped)} of {k + 1} poses")
                 continue
             time.sleep(0.5)
-            client.first_effort_command = None
+            client.first_effort_stamp = None
             client.history.clear()
             client.recording = True
             with NodeProcess("gravity_compensation", {"arm": MTM, "parameter_file": str(gc_file),
                                                       "ramp_in_time": 0.0}, log_dir=logs, env=env,
                              name=f"gravity_compensation_{k}"):
-                wait_for(lambda: client.first_effort_command is not None, 30.0, "the first servo_jf")
-                t0 = client.first_effort_command
+                wait_for(lambda: client.first_effort_stamp is not None, 30.0, "the first servo_jf")
+                t0 = client.first_effort_stamp
                 t_end = t0 + 2.0
                 wait_for(lambda end=t_end: client.recorded_until() >= end, 60.0, "2 s of simulated time")
             client.recording = False

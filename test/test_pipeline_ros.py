@@ -106,8 +106,8 @@ def test_gravity_compensation_holds_the_simulated_mtm(nodes_env, tmp_path: Path)
         client.recording = True
         with NodeProcess("gravity_compensation", {"arm": "MTML", "parameter_file": str(gc_file),
                                                   "ramp_in_time": 0.0}, log_dir=logs, env=nodes_env) as gc:
-            wait_for(lambda: client.first_effort_command is not None, 30.0, "servo_jf")
-            t0 = client.first_effort_command  # simulated time: the stamp of the first state answered
+            wait_for(lambda: client.first_effort_stamp is not None, 30.0, "servo_jf")
+            t0 = client.first_effort_stamp  # simulated time: the stamp of the first state answered
             wait_for(lambda: client.recorded_until() >= t0 + 2.0, 60.0, "2 s of simulated time")
             assert gc.running, gc.tail(10)
         client.recording = False

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from dvrk_ident_ros.data.dataset import Dataset
-from dvrk_ident_ros.data.interfaces import JOINT_STATE, PHASE_PLAYING, PLAYER_STATUS
+from dvrk_ident_ros.data.interfaces import JOINT_STATE, PHASE_PLAYING, PLAYER_STATUS, stamp_seconds
 from dvrk_ident_ros.errors import DataError
 
 
@@ -49,7 +49,7 @@ def _read_joint_states(path: Path, topic: str):
                 raise DataError(f"{path}: {topic} is {connections[0].msgtype}, expected {JOINT_STATE}")
             for connection, stamp, raw in reader.messages(connections=connections):
                 msg = store.deserialize_cdr(raw, connection.msgtype)
-                header = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
+                header = stamp_seconds(msg.header.stamp)
                 t.append(header if header > 0 else stamp * 1e-9)
                 logged.append(stamp * 1e-9)
                 pos.append(np.asarray(msg.position, dtype=float))

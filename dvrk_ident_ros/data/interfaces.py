@@ -17,6 +17,11 @@ PHASE_PLAYING = 2  # PlayerStatus.PHASE_PLAYING: a Fourier trajectory streaming
 PHASE_SAMPLING = 5  # PlayerStatus.PHASE_SAMPLING: a pose-grid sampling window
 
 
+def stamp_seconds(stamp) -> float:
+    """A builtin_interfaces/Time (rclpy's or rosbags') in seconds."""
+    return stamp.sec + 1e-9 * stamp.nanosec
+
+
 @lru_cache(maxsize=1)
 def typestore():
     """A Jazzy typestore with dvrk_ident's messages registered."""

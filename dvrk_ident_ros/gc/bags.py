@@ -13,14 +13,14 @@ from pathlib import Path
 
 import numpy as np
 
-from dvrk_ident_ros.data.interfaces import JOINT_STATE, PHASE_SAMPLING, PLAYER_STATUS, typestore
+from dvrk_ident_ros.data.interfaces import JOINT_STATE, PHASE_SAMPLING, PLAYER_STATUS, stamp_seconds, typestore
 from dvrk_ident_ros.errors import DataError
 from dvrk_ident_ros.excitation.files import load_grid
 from dvrk_ident_ros.gc.data import PoseData, robust_mean
 
 
 def _stamp(msg, recv_ns: int) -> float:
-    t = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
+    t = stamp_seconds(msg.header.stamp)
     return t if t > 0 else recv_ns * 1e-9
 
 

@@ -145,9 +145,9 @@ def estimate_added_mass(model: ArmModel, link: str, before: Dataset | Sequence[D
     H_link = np.concatenate([_link_columns(model, d, start, lags, len(r.y), settings)
                              for d, r in zip(pa, regs_a, strict=True)])
     rb, ra = Regression.stacked(regs_b), Regression.stacked(regs_a)
-    weights = range_weights(np.concatenate([rb.y, ra.y]))
-    correlation = max(1.0, rate / (2.0 * settings.cutoff_hz))
     y = np.concatenate([rb.y, ra.y])
+    weights = range_weights(y)
+    correlation = max(1.0, rate / (2.0 * settings.cutoff_hz))
     r = model.base.count
     moments = _separable_moments(rb, ra, H_link, weights)
     columns = [*moments, 3]

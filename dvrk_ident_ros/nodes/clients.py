@@ -12,12 +12,9 @@ from rclpy.executors import SingleThreadedExecutor
 from sensor_msgs.msg import JointState
 
 from dvrk_ident.srv import Identify
+from dvrk_ident_ros.data.interfaces import stamp_seconds
 from dvrk_ident_ros.errors import DvrkIdentError
 from dvrk_ident_ros.nodes.common import STATE_QOS, fill_joint_state
-
-
-def _seconds(stamp) -> float:
-    return stamp.sec + 1e-9 * stamp.nanosec
 
 
 class ArmClient:
@@ -35,7 +32,7 @@ class ArmClient:
         self.node.create_subscription(JointState, f"/{arm}/measured_js", self._on_state, STATE_QOS)
         self._move = self.node.create_publisher(JointState, f"/{arm}/move_jp", 10)
         # the stamp of the first servo_jf seen: a compensation node stamps it with the state it answers
-        self.first_effort_command: float | None = None
+        self.first_effort_stamp: float | None = None
         self.history: list[tuple[float, np.ndarray]] = []  # (state stamp, position) while recording
         self.recording = False
         self.node.create_subscription(JointState, f"/{arm}/servo_jf", self._on_effort, STATE_QOS)
@@ -51,11 +48,11 @@ class ArmClient:
         self.state = (time.monotonic(), np.asarray(msg.position, dtype=float), np.asarray(msg.effort, dtype=float))
         self.states += 1
         if self.recording:
-            self.history.append((_seconds(msg.header.stamp), self.state[1]))
+            self.history.append((stamp_seconds(msg.header.stamp), self.state[1]))
 
     def _on_effort(self, msg: JointState) -> None:
-        if self.first_effort_command is None:
-            self.first_effort_command = _seconds(msg.header.stamp)
+        if self.first_effort_stamp is None:
+            self.first_effort_stamp = stamp_seconds(msg.header.stamp)
 
     def position_at(self, when: float) -> np.ndarray:
         """The recorded position whose state stamp is closest to ``when`` (s; simulated time under /clock)."""

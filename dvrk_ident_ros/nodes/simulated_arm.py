@@ -115,9 +115,10 @@ class SimulatedArmNode(Node):
         self._carry = 0.0
         self._last_wall = time.monotonic()
         self.steps = 0
-        # under /clock: a lag of up to two state periods is caught up, a longer stall slips (sim/pacing.py)
-        self._max_step = 2.0 / self.publish_rate  # s of physics per state message, at most
-        self._pacer = RealTimePacer(self.real_time_factor, 2.0 / self.publish_rate / (self.real_time_factor or 1.0))
+        # a stall longer than two state periods is not integrated open-loop: in wall-clock time a tick
+        # integrates at most that much; under /clock that much lag is caught up, more slips (sim/pacing.py)
+        self._max_step = 2.0 / self.publish_rate
+        self._pacer = RealTimePacer(self.real_time_factor, self._max_step / (self.real_time_factor or 1.0))
         if not self.publish_clock:
             self.create_timer(1.0 / self.publish_rate, self._tick_wall)
         self.get_logger().info(
@@ -184,7 +185,6 @@ class SimulatedArmNode(Node):
 
     def _tick_wall(self) -> None:
         now = time.monotonic()
-        # a stall of this process is not integrated open-loop: the arm's commands could not follow it either
         self._advance(min(now - self._last_wall, self._max_step))
         self._last_wall = now
         self._publish(self.get_clock().now().to_msg())

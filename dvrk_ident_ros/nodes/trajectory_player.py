@@ -30,6 +30,7 @@ from sensor_msgs.msg import JointState
 
 from dvrk_ident.action import PlayTrajectory
 from dvrk_ident.msg import PlayerStatus, RecorderStatus
+from dvrk_ident_ros.data.interfaces import stamp_seconds
 from dvrk_ident_ros.errors import DataError, DvrkIdentError, SafetyError
 from dvrk_ident_ros.excitation import playback
 from dvrk_ident_ros.excitation.files import GRID_FORMAT, load_grid, load_trajectory
@@ -137,7 +138,7 @@ class TrajectoryPlayerNode(Node):
         if now == 0.0:  # use_sim_time and no /clock yet: no time to stamp the state with
             return
         self._state_time = now
-        stamp = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
+        stamp = stamp_seconds(msg.header.stamp)
         self._state_stamp = stamp if stamp > 0 else now
         if self.session is not None and self.session.kind == "grid":
             self.session.plan.on_sample()
