@@ -78,8 +78,27 @@ def run_checks() -> list[Check]:
             checks.append(Check(module, True, "imports"))
         except Exception as exc:  # noqa: BLE001
             checks.append(Check(module, False, f"{type(exc).__name__}: {exc}"))
+    checks.append(crtk_messages_check())
     exe_dir = executables_directory()
     checks.append(
         Check("executables", (exe_dir / "dvrk-ident").exists(), str(exe_dir))
     )
     return checks
+
+
+def crtk_messages_check() -> Check:
+    """Which crtk_msgs the nodes use: the dVRK workspace's, the stand-in make setup builds, or none."""
+    try:
+        module = importlib.import_module("crtk_msgs.msg")
+    except Exception as exc:  # noqa: BLE001
+        return Check("crtk_msgs", True, f"absent ({type(exc).__name__}): the nodes cannot read the arm's "
+                     "operating state and rely on stamp-0 samples only")
+    location = Path(module.__file__).resolve()
+    for parent in location.parents:
+        manifest = parent / "share" / "crtk_msgs" / "package.xml"
+        if manifest.is_file():
+            stand_in = "Stand-in for the CRTK interface package" in manifest.read_text(encoding="utf-8")
+            which = "dvrk_ident's stand-in (tools/crtk_msgs, built by make setup)" if stand_in \
+                else "the workspace's crtk_msgs"
+            return Check("crtk_msgs", True, f"{which}: {parent}")
+    return Check("crtk_msgs", True, f"imports from {location.parent}")

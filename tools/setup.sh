@@ -40,6 +40,25 @@ if [ "$(cat "$venv/.deps-stamp" 2>/dev/null)" != "$deps_stamp" ]; then
   echo "$deps_stamp" > "$venv/.deps-stamp"
 fi
 
+# crtk_msgs (the dVRK's OperatingState, StringStamped) has no wheel: where the underlay lacks it, the
+# stand-in in tools/crtk_msgs (same package name, same definitions) is built into the environment.
+crtk_stamp=$(stamp_of $(find tools/crtk_msgs -type f | sort))
+if [ -f "$venv/.crtk-stamp" ] && [ "$(cat "$venv/.crtk-stamp")" != "$crtk_stamp" ] || \
+   { [ ! -f "$venv/.crtk-stamp" ] && ! "$venv/bin/python" -c 'import crtk_msgs.msg' >/dev/null 2>&1; }; then
+  step "build the crtk_msgs stand-in (tools/crtk_msgs)"
+  mkdir -p "$root/build"
+  (export AMENT_PREFIX_PATH="$venv${AMENT_PREFIX_PATH:+:$AMENT_PREFIX_PATH}"
+   export CMAKE_PREFIX_PATH="$venv${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
+   export PATH="$venv/bin:$PATH"
+   cmake -S tools/crtk_msgs -B "$root/build/crtk_msgs" -DCMAKE_INSTALL_PREFIX="$venv" \
+       -DCMAKE_PREFIX_PATH="$venv" -DPython3_EXECUTABLE="$venv/bin/python" -DBUILD_TESTING=OFF \
+       -DCMAKE_BUILD_TYPE=Release && cmake --build "$root/build/crtk_msgs" -j "$(nproc)" \
+       && cmake --install "$root/build/crtk_msgs") > "$root/build/crtk_msgs.log" 2>&1 \
+      || { tail -30 "$root/build/crtk_msgs.log" >&2; exit 1; }
+  "$venv/bin/python" -c 'import crtk_msgs.msg' || { echo "crtk_msgs built but does not import" >&2; exit 1; }
+  echo "$crtk_stamp" > "$venv/.crtk-stamp"
+fi
+
 src_stamp=$(stamp_of CMakeLists.txt package.xml setup.cfg setup.py \
     $(find msg srv action dvrk_ident_ros launch config tools -type f \
         ! -name '*.pyc' ! -path '*/__pycache__/*' | sort))

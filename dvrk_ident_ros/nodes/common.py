@@ -18,9 +18,10 @@ from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.exceptions import ParameterException
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
-from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.signals import SignalHandlerOptions
 
+from dvrk_ident_ros.arm_state import OperatingStatus
 from dvrk_ident_ros.errors import DvrkIdentError
 
 #: State and command topics: reliable, deep enough that a 1 kHz stream survives a slow callback.
@@ -28,6 +29,10 @@ STATE_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=100, reliability=R
 #: A control loop's state subscription: best effort (a late sample is worth less than the next one, and no
 #: retransmission delays it); matches the dVRK's reliable publishers. Not for the recorder: it loses nothing.
 CONTROL_STATE_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=100, reliability=ReliabilityPolicy.BEST_EFFORT)
+
+#: The dVRK's event topics (operating_state, goal_reached): a late subscriber gets the last message.
+EVENT_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                       durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
 _ARM = re.compile(r"^(MTML|MTMR|PSM[1-3])$")
 
@@ -182,3 +187,66 @@ def run(node_factory: Callable[[], Node], args: list[str] | None = None, executo
             node.destroy_node()
         rclpy.try_shutdown()
     return status
+
+
+def crtk_messages():
+    """``crtk_msgs.msg`` (OperatingState, StringStamped), or None where the package is absent."""
+    try:
+        from crtk_msgs import msg
+    except ImportError:
+        return None
+    return msg
+
+
+class ArmStateMonitor:
+    """The arm's ``/<ARM>/operating_state`` as an :class:`~dvrk_ident_ros.arm_state.OperatingStatus`.
+
+    ``status`` is None until the first message (transient_local: the dVRK's last one arrives at once).
+    Where crtk_msgs is absent, ``available`` is False and nothing is subscribed: a node then relies on
+    the stamp-0 mark of invalid data only. ``send(command)`` publishes ``/<ARM>/state_command``
+    (enable, disable, home, unhome, pause, resume). ``on_change(old, new)`` runs on every change.
+    """
+
+    def __init__(self, node: Node, arm: str, on_change: Callable | None = None):
+        self.arm = arm
+        self.status: OperatingStatus | None = None
+        self.on_change = on_change
+        self._node = node
+        msgs = crtk_messages()
+        self.available = msgs is not None
+        self._command = None
+        if msgs is None:
+            return
+        self._string_stamped = msgs.StringStamped
+        node.create_subscription(msgs.OperatingState, f"/{arm}/operating_state", self._on_state, EVENT_QOS)
+        self._command = node.create_publisher(msgs.StringStamped, f"/{arm}/state_command", 10)
+
+    def _on_state(self, msg) -> None:
+        new = OperatingStatus(str(msg.state), bool(msg.is_homed), bool(msg.is_busy))
+        old, self.status = self.status, new
+        if new != old and self.on_change is not None:
+            self.on_change(old, new)
+
+    @property
+    def ready(self) -> bool:
+        """ENABLED, homed and not busy (True where crtk_msgs is absent: then only stamps can tell)."""
+        if not self.available:
+            return True
+        return self.status is not None and self.status.ready
+
+    def reason(self) -> str:
+        """Why the arm may not be commanded ('' when it may)."""
+        if not self.available:
+            return ""
+        if self.status is None:
+            return f"no /{self.arm}/operating_state yet: is the dVRK console (or the simulated arm) running?"
+        return self.status.not_ready_reason(self.arm)
+
+    def send(self, command: str) -> bool:
+        """Publish a state command; False where crtk_msgs is absent."""
+        if self._command is None:
+            return False
+        msg = self._string_stamped(string=command)
+        msg.header.stamp = self._node.get_clock().now().to_msg()
+        self._command.publish(msg)
+        return True
