@@ -1,5 +1,9 @@
 """The simulated_arm node across processes: state rate and joint names as on the dVRK, rejected
-commands (the arm holds its pose, the node lives on), move_jp with busy, /clock."""
+commands (the arm holds its pose, the node lives on), move_jp (busy, goal_reached, clipping), /clock,
+the operating state (a DISABLED arm publishes stamp-0 zeros and ignores commands until enabled and
+homed; a fault).
+
+A test that needs a ready arm starts it with ``initial_state:=HOMED`` (the node's default is DISABLED)."""
 from __future__ import annotations
 
 import math
@@ -50,18 +54,36 @@ class _Arm:
     """The test's side of one simulated arm: its state topics in, its command topics out."""
 
     def __init__(self, rclpy_context, name: str, arm: str):
+        from crtk_msgs.msg import OperatingState, StringStamped
         from sensor_msgs.msg import JointState
-        from std_msgs.msg import Bool
+        from std_msgs.msg import Bool, Empty
 
-        from dvrk_ident_ros.nodes.common import STATE_QOS
+        from dvrk_ident_ros.nodes.common import EVENT_QOS, STATE_QOS
 
         self.arm = arm
         self.probe = Probe(rclpy_context, name)
         self.measured = self.probe.collect(JointState, f"/{arm}/measured_js")
         self.setpoint = self.probe.collect(JointState, f"/{arm}/setpoint_js")
-        self.busy = self.probe.collect(Bool, f"/{arm}/busy")
+        self.states = self.probe.collect(OperatingState, f"/{arm}/operating_state", EVENT_QOS)
+        self.goals = self.probe.collect(Bool, f"/{arm}/goal_reached", EVENT_QOS)
         self.pub = {topic: self.probe.node.create_publisher(JointState, f"/{arm}/{topic}", STATE_QOS)
                     for topic in ("servo_jp", "move_jp", "servo_jf")}
+        self.state_pub = self.probe.node.create_publisher(StringStamped, f"/{arm}/state_command", 10)
+        self.fault_pub = self.probe.node.create_publisher(Empty, f"/{arm}/simulation/inject_fault", 10)
+
+    def state(self) -> tuple[str, bool, bool] | None:
+        """The last operating_state as (state, is_homed, is_busy)."""
+        if not self.states:
+            return None
+        msg = self.states[-1][1]
+        return msg.state, msg.is_homed, msg.is_busy
+
+    def command_state(self, command: str) -> None:
+        from crtk_msgs.msg import StringStamped
+
+        msg = StringStamped(string=command)
+        msg.header.stamp = self.probe.node.get_clock().now().to_msg()
+        self.state_pub.publish(msg)
 
     def wait_ready(self, proc, commands: bool = True) -> None:
         subscribers = list(self.pub.values()) if commands else []
@@ -89,7 +111,8 @@ def test_mtml_publishes_at_the_configured_rate_with_the_dvrk_names(ros_env, rclp
     a = _Arm(rclpy_context, "sim_test_rate", "MTML")
     # The publishing rate under test, not the physics: at 1.5 kHz the MTM physics alone takes about
     # two thirds of a core here and falls behind wall-clock time when a shared CI machine is busy.
-    with running(_sim("MTML", f"publish_rate:={rate}", "physics_rate:=600.0"), ros_env) as proc:
+    with running(_sim("MTML", f"publish_rate:={rate}", "physics_rate:=600.0", "initial_state:=HOMED"),
+                 ros_env) as proc:
         a.wait_ready(proc, commands=False)
         a.probe.spin_for(0.3)  # past the start
         begin = len(a.measured)
@@ -110,7 +133,8 @@ def test_mtml_publishes_at_the_configured_rate_with_the_dvrk_names(ros_env, rclp
         assert len(msg.position) == len(msg.velocity) == len(msg.effort) == 7
         assert all(math.isfinite(x) for x in [*msg.position, *msg.velocity, *msg.effort])
     assert a.setpoint and list(a.setpoint[-1][1].name) == MTM_NAMES
-    assert a.busy and a.busy[-1][1].data is False
+    assert a.state() == ("ENABLED", True, False), a.states
+    assert all(_stamp(m) > 0 for _, m in a.measured), "a ready arm published a stamp-0 sample"
 
 
 @pytest.mark.ros
@@ -120,7 +144,7 @@ def test_psm_publishes_six_joints_and_the_jaw(ros_env, rclpy_context):
     a = _Arm(rclpy_context, "sim_test_psm", "PSM1")
     jaw = a.probe.collect(JointState, "/PSM1/jaw/measured_js")
     jaw_setpoint = a.probe.collect(JointState, "/PSM1/jaw/setpoint_js")
-    with running(_sim("PSM1"), ros_env) as proc:
+    with running(_sim("PSM1", "initial_state:=HOMED"), ros_env) as proc:
         a.wait_ready(proc, commands=False)
         assert a.probe.spin_until(lambda: len(jaw) >= 10 and len(a.measured) >= 10 and jaw_setpoint, 10.0, proc)
     a.close()
@@ -142,14 +166,14 @@ def test_bad_commands_are_rejected_and_the_arm_holds(ros_env, rclpy_context):
     far = [3.0] + [0.0] * 6  # outer_yaw 3 rad: far beyond the MTML's limits
     bad = [("servo_jp", {"position": [0.0] * 6}), ("servo_jp", {"position": nan_pose}),
            ("servo_jp", {"position": far}), ("servo_jf", {"effort": [0.0, math.nan, 0.0, 0.0, 0.0, 0.0, 0.0]}),
-           ("move_jp", {"position": far})]
+           ("move_jp", {"position": nan_pose})]  # a goal beyond the limits is clipped, not rejected
     # what the node must log: the core's own words for each command (limits as the simulator has them)
     core = _core_arm("MTML")
     calls = {"servo_jp": core.servo_jp, "servo_jf": core.servo_jf, "move_jp": core.move_jp}
     expected = [f"{topic}: rejected: {_rejection(calls[topic], next(iter(fields.values())))}"
                 for topic, fields in bad]
     assert "6 values, expected 7" in expected[0] and "is nan" in expected[1] and "outside" in expected[2]
-    with running(_sim("MTML", "publish_rate:=200.0", "noise:=false"), ros_env) as proc:
+    with running(_sim("MTML", "publish_rate:=200.0", "noise:=false", "initial_state:=HOMED"), ros_env) as proc:
         a.wait_ready(proc)
         a.probe.spin_for(0.3)
         before, first = a.position(), len(a.measured)
@@ -170,35 +194,52 @@ def test_bad_commands_are_rejected_and_the_arm_holds(ros_env, rclpy_context):
     assert np.max(np.abs(after - before)) < 1e-3, (before, after)
     assert np.all(drift < 1e-3), f"the arm moved while the bad commands arrived: {drift}"
     assert np.max(np.abs(setpoint - before)) < 1e-3, "the position setpoint changed"
-    assert not any(m.data for _, m in a.busy), "a rejected move_jp made the arm busy"
+    assert a.states and not any(m.is_busy for _, m in a.states), "a rejected move_jp made the arm busy"
+    assert not a.goals, "goal_reached for a rejected move_jp"
     for line in expected:
         assert line in out, f"no log line {line!r}:\n{out}"
 
 
 @pytest.mark.ros
-def test_move_jp_reaches_the_goal_busy_while_moving(ros_env, rclpy_context):
+def test_move_jp_reaches_the_goal_busy_while_moving_then_goal_reached(ros_env, rclpy_context):
     goal = np.array([0.2, 0.2, -0.1, 0.3, 0.3, 0.2, 0.3])
-    _core_arm("MTML").move_jp(goal)  # inside the simulator's limits
+    core = _core_arm("MTML")
+    core.move_jp(goal)  # inside the simulator's limits
+    beyond = goal.copy()
+    beyond[5] = 2.0  # wrist_yaw beyond its limit: the arm clips the goal, as the dVRK does
+    clipped = core.checker.clamp_position(beyond)
+    assert 0.4 < clipped[5] - goal[5] < 0.6 and np.allclose(np.delete(clipped, 5), np.delete(goal, 5))
     a = _Arm(rclpy_context, "sim_test_move", "MTML")
-    with running(_sim("MTML", "publish_rate:=200.0"), ros_env) as proc:
+
+    def busy_changes(after: float) -> list[tuple[float, bool]]:
+        return [(t, m.is_busy) for t, m in a.states if t > after]
+
+    def near(target: np.ndarray) -> bool:
+        return np.max(np.abs(a.position() - target)) < 0.01
+
+    with running(_sim("MTML", "publish_rate:=200.0", "initial_state:=HOMED"), ros_env) as proc:
         a.wait_ready(proc)
+        assert a.probe.spin_until(lambda: a.state() == ("ENABLED", True, False), 5.0, proc), a.states
         a.probe.spin_for(0.2)
         start = a.position()
         sent_at = time.monotonic()
         a.send("move_jp", position=goal)
-        assert a.probe.spin_until(lambda: any(m.data for t, m in a.busy if t > sent_at), 5.0, proc), \
-            f"busy never true:\n{output_of(proc)}"
-        became_busy = next(t for t, m in a.busy if t > sent_at and m.data)
-        assert a.probe.spin_until(lambda: any(not m.data for t, m in a.busy if t > became_busy), 10.0, proc), \
-            "busy never false again"
-        became_idle = next(t for t, m in a.busy if t > became_busy and not m.data)
+        assert a.probe.spin_until(lambda: any(b for _, b in busy_changes(sent_at)), 5.0, proc), \
+            f"is_busy never true:\n{output_of(proc)}"
+        became_busy = next(t for t, b in busy_changes(sent_at) if b)
+        assert a.probe.spin_until(lambda: any(not b for _, b in busy_changes(became_busy)), 10.0, proc), \
+            "is_busy never false again"
+        became_idle = next(t for t, b in busy_changes(became_busy) if not b)
         moving = [np.array(m.position) for t, m in a.measured if became_busy < t < became_idle]
-
-        def reached() -> bool:
-            return np.max(np.abs(a.position() - goal)) < 0.01
-
-        assert a.probe.spin_until(reached, 5.0, proc), f"not at the goal: {a.position() - goal}"
+        assert a.probe.spin_until(lambda: len(a.goals) >= 1, 2.0, proc), "no goal_reached"
+        first_goal = a.goals[0]
+        assert a.probe.spin_until(lambda: near(goal), 5.0, proc), f"not at the goal: {a.position() - goal}"
         settled = time.monotonic()
+        a.send("move_jp", position=beyond)
+        assert a.probe.spin_until(lambda: len(a.goals) >= 2, 10.0, proc), f"no second goal_reached: {a.goals}"
+        assert a.probe.spin_until(lambda: near(clipped), 5.0, proc), f"not at the clipped goal: {a.position()}"
+        out_of_range = np.max([m.position[5] for _, m in a.measured])
+        assert proc.poll() is None, output_of(proc)
     a.close()
     print(f"\nmove_jp: busy {became_idle - became_busy:.2f} s, within 0.01 rad {settled - sent_at:.2f} s after sending")
     assert np.max(np.abs(start)) < 0.01  # from home
@@ -206,6 +247,9 @@ def test_move_jp_reaches_the_goal_busy_while_moving(ros_env, rclpy_context):
     midway = moving[len(moving) // 2]
     assert 0.1 < np.max(np.abs(midway - start)) / np.max(np.abs(goal - start)) < 0.9, "no motion while busy"
     assert 0.3 < became_idle - became_busy < 3.0  # a quintic of about 0.6 s at the configured speeds
+    assert first_goal[1].data is True and first_goal[0] >= became_idle - 0.05, "goal_reached before the move ended"
+    assert a.goals[1][1].data is True
+    assert out_of_range < clipped[5] + 0.02, f"wrist_yaw went to {out_of_range}, beyond the clipped goal"
 
 
 @pytest.mark.ros
@@ -215,7 +259,8 @@ def test_publish_clock_drives_the_stamps(ros_env, rclpy_context):
     rate = 100.0
     a = _Arm(rclpy_context, "sim_test_clock", "MTML")
     clock = a.probe.collect(Clock, "/clock")
-    with running(_sim("MTML", "publish_clock:=true", f"publish_rate:={rate}"), ros_env) as proc:
+    with running(_sim("MTML", "publish_clock:=true", f"publish_rate:={rate}", "initial_state:=HOMED"),
+                 ros_env) as proc:
         a.wait_ready(proc, commands=False)
         a.probe.spin_for(1.0)
         assert proc.poll() is None, output_of(proc)
@@ -230,3 +275,73 @@ def test_publish_clock_drives_the_stamps(ros_env, rclpy_context):
     assert ticks[0] < 1e6 and stamps[-1] < 1e6, "stamps from the wall clock, not from /clock"
     in_clock = np.isin(np.round(stamps * 1e9), np.round(ticks * 1e9))
     assert in_clock[:-5].all(), "measured_js stamps that /clock never announced"
+
+
+@pytest.mark.ros
+def test_disabled_arm_publishes_invalid_zeros_ignores_commands_until_enabled_and_homed(ros_env, rclpy_context):
+    """Like a freshly started console: DISABLED, measured_js all zeros with stamp 0, servo_jp ignored
+    with a throttled "arm not ready" warning; enable + home: busy for homing_time, then ready and obeying;
+    an injected fault makes the data invalid again and enable clears it (not homed)."""
+    from std_msgs.msg import Empty
+
+    homing_time = 1.0
+    a = _Arm(rclpy_context, "sim_test_disabled", "MTML")
+    core = _core_arm("MTML")
+    step = core.home.copy()
+    step[0] += 0.1  # a small servo_jp step from home (outer_yaw)
+
+    def zero(msg) -> bool:
+        return _stamp(msg) == 0.0 and not any([*msg.position, *msg.velocity, *msg.effort])
+
+    with running(_sim("MTML", "publish_rate:=100.0", f"homing_time:={homing_time}"), ros_env) as proc:
+        a.wait_ready(proc)
+        assert a.probe.spin_until(lambda: a.state() is not None, 5.0, proc), "no operating_state"
+        assert a.state() == ("DISABLED", False, False)
+        for _ in range(3):  # one warning for the three (throttled per topic)
+            a.send("servo_jp", position=step)
+            a.probe.spin_for(0.1)
+        a.command_state("enable")
+        assert a.probe.spin_until(lambda: a.state() == ("ENABLED", False, False), 5.0, proc), a.states
+        a.probe.spin_for(2.0)  # past the throttle of the warning
+        a.send("servo_jp", position=step)
+        a.probe.spin_for(0.3)
+        disabled = [m for _, m in a.measured]
+        setpoints = [m for _, m in a.setpoint]
+        sent_home = time.monotonic()
+        a.command_state("home")
+        assert a.probe.spin_until(lambda: a.state() == ("ENABLED", True, False), 10.0, proc), a.states
+        homing = [m for t, m in a.states if t > sent_home]
+        homed_at = len(a.measured)
+        a.probe.spin_until(lambda: len(a.measured) > homed_at + 20, 5.0, proc)
+        at_home = a.position()
+        homed_stamps = [_stamp(m) for _, m in a.measured[homed_at:]]
+        a.send("servo_jp", position=step)
+
+        def obeyed() -> bool:
+            return abs(a.setpoint[-1][1].position[0] - step[0]) < 1e-9 and abs(a.position()[0] - step[0]) < 0.01
+
+        assert a.probe.spin_until(obeyed, 5.0, proc), f"servo_jp not obeyed once homed: {a.position()}"
+        a.fault_pub.publish(Empty())
+        assert a.probe.spin_until(lambda: a.state() == ("FAULT", False, False), 5.0, proc), output_of(proc)
+        faulted_at = len(a.measured)
+        a.probe.spin_until(lambda: len(a.measured) > faulted_at + 10, 5.0, proc)
+        faulted = [m for _, m in a.measured[faulted_at + 2:]]
+        a.command_state("enable")
+        assert a.probe.spin_until(lambda: a.state() == ("ENABLED", False, False), 5.0, proc), a.states
+        assert proc.poll() is None, output_of(proc)
+    out = output_of(proc)
+    a.close()
+    assert len(disabled) > 30 and all(zero(m) for m in disabled), "a not-ready arm published data"
+    assert all(len(m.position) == 7 and list(m.name) == MTM_NAMES for m in disabled)
+    assert all(_stamp(m) == 0.0 and not any([*m.position, *m.effort]) for m in setpoints)
+    assert out.count("servo_jp: ignored, arm not ready: MTML is DISABLED") == 1, out
+    assert ("servo_jp: ignored, arm not ready: MTML is ENABLED but not homed: home it from the console "
+            "(+2 more since the last report)") in out, out
+    # homing: ENABLED, not homed, busy for homing_time (the node's own stamps), then homed and idle
+    assert [(m.state, m.is_homed, m.is_busy) for m in homing] == [("ENABLED", False, True), ("ENABLED", True, False)]
+    took = _stamp(homing[1]) - _stamp(homing[0])
+    print(f"\nhoming: {took:.3f} s by the node's stamps (homing_time {homing_time} s)")
+    assert homing_time - 0.05 <= took <= homing_time + 1.0  # commands act at the last physics step
+    assert all(s > 0 for s in homed_stamps) and np.max(np.abs(at_home - core.home)) < 0.01
+    assert len(faulted) > 5 and all(zero(m) for m in faulted), "a faulted arm published data"
+    assert "MTML: ENABLED, homed -> FAULT, not homed (fault injected (simulation))" in out, out

@@ -1,12 +1,15 @@
-"""The simulated arm's core (no ROS): commands, checks, holding, hysteresis, playback."""
+"""The simulated arm's core (no ROS): commands, checks, holding, hysteresis, playback; the operating
+state (homing, faults, readiness), move_jp clipping and goal-reached events, the built-in gravity
+compensation by dVRK version, the measured effort's current quantisation."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from dvrk_ident_ros.errors import SafetyError
+from dvrk_ident_ros.errors import DvrkIdentError, SafetyError
 from dvrk_ident_ros.sim.arm import SimulatedArm
 from dvrk_ident_ros.sim.config import load_sim_config
+from dvrk_ident_ros.sim.operating import ArmNotReadyError, OperatingMachine
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +75,8 @@ def test_move_jp_reaches_the_goal_and_is_busy_meanwhile(psm_config):
     lambda a: a.servo_jp(np.zeros(6)),
     lambda a: a.servo_jp(np.full(7, np.nan)),
     lambda a: a.servo_jp(np.array([3.0, 0, 0.12, 0, 0, 0, 0.5])),
-    lambda a: a.move_jp(np.array([0, 0, 0.5, 0, 0, 0, 0.5])),
+    lambda a: a.move_jp(np.array([0, 0, np.nan, 0, 0, 0, 0.5])),
+    lambda a: a.move_jp(np.zeros(6)),
     lambda a: a.servo_jf(np.full(7, np.nan)),
     lambda a: a.servo_jf(np.array([100.0, 0, 0, 0, 0, 0, 0])),
     lambda a: a.servo_jp(np.array([0.5, 0, 0.12, 0, 0, 0, 0.5])),  # a jump: not a stream
@@ -81,10 +85,12 @@ def test_bad_commands_are_rejected_and_change_nothing(psm_config, command):
     arm = SimulatedArm(psm_config, noise=False)
     arm.advance(0.5)
     before = (arm.mode, arm.q_ref.copy(), arm.effort_command.copy())
-    with pytest.raises(SafetyError):
+    with pytest.raises(SafetyError) as raised:
         command(arm)
+    assert not isinstance(raised.value, ArmNotReadyError)
     assert arm.mode == before[0] and np.array_equal(arm.q_ref, before[1])
     assert np.array_equal(arm.effort_command, before[2])
+    assert not arm.busy and arm.pop_goal_events() == []
 
 
 def test_hysteresis_makes_the_holding_torque_depend_on_the_approach(mtm_config):
@@ -123,3 +129,209 @@ def test_streamed_setpoints_are_followed(psm_config):
         t += 0.01
         worst = max(worst, float(np.max(np.abs(plan.step(t).position - arm.q))))
     assert worst < 0.05
+
+
+# -- operating state ---------------------------------------------------------------------------------
+
+def _status(arm: SimulatedArm) -> tuple[str, bool, bool]:
+    s = arm.status
+    return s.state, s.is_homed, s.is_busy
+
+
+def test_state_machine_follows_the_crtk_commands():
+    m = OperatingMachine("DISABLED", homing_time=1.0)
+    assert (m.state.value, m.is_homed, m.commandable, m.data_valid) == ("DISABLED", False, False, False)
+    m.command("enable")
+    assert (m.state.value, m.is_homed, m.commandable) == ("ENABLED", False, False)
+    m.command("home")
+    m.start_homing(10.0, 0.2)  # a short move: the homing still lasts homing_time
+    assert m.homing and m.status().is_busy and not m.is_homed
+    assert not m.update(10.9) and m.homing
+    assert m.update(11.0) and (m.is_homed, m.homing, m.commandable, m.data_valid) == (True, False, True, True)
+    m.command("pause")
+    assert (m.state.value, m.is_homed, m.commandable, m.data_valid) == ("PAUSED", True, False, True)
+    m.command("resume")
+    assert m.commandable
+    m.command("home")  # homed: homes again
+    assert not m.is_homed
+    m.start_homing(20.0, 3.0)  # a long move: the homing lasts as long
+    assert not m.update(21.5) and m.update(23.0)
+    m.command("unhome")
+    assert (m.state.value, m.is_homed) == ("ENABLED", False)
+    m.fault("test")
+    assert (m.state.value, m.is_homed, m.fault_reason) == ("FAULT", False, "test")
+    m.command("resume")  # not PAUSED: nothing
+    assert m.state.value == "FAULT"
+    m.command("enable")  # clears the fault, not homed
+    assert (m.state.value, m.is_homed, m.fault_reason) == ("ENABLED", False, "")
+    m.command("disable")
+    m.command("home")  # from DISABLED: enables first
+    assert m.state.value == "ENABLED" and not m.is_homed
+    with pytest.raises(DvrkIdentError, match="unknown state command"):
+        m.command("power_on")
+    for bad in ({"initial_state": "READY"}, {"homing_time": -1.0}):
+        with pytest.raises(DvrkIdentError):
+            OperatingMachine(**bad)
+    assert OperatingMachine("HOMED").commandable and OperatingMachine("FAULT").state.value == "FAULT"
+
+
+def test_homing_moves_home_busy_for_homing_time(psm_config):
+    start = psm_config.home + np.array([0.05, -0.05, 0.005, 0.05, 0.05, -0.05, 0.05])
+    arm = SimulatedArm(psm_config, noise=False, initial_position=start, initial_state="DISABLED", homing_time=0.5)
+    assert _status(arm) == ("DISABLED", False, False) and not arm.sample().valid
+    arm.advance(0.2)
+    assert np.max(np.abs(arm.q - start)) < 5e-3  # a DISABLED arm holds where it is
+    arm.state_command("home")
+    assert _status(arm) == ("ENABLED", False, True)
+    arm.advance(0.25)
+    assert 0.2 < np.abs(arm.q[0] - start[0]) / 0.05 < 0.8  # on its way home
+    arm.advance(0.23)
+    assert _status(arm) == ("ENABLED", False, True) and not arm.sample().valid
+    arm.advance(0.04)
+    assert _status(arm) == ("ENABLED", True, False) and arm.sample().valid and arm.ready
+    arm.advance(0.5)
+    assert np.max(np.abs(arm.q - psm_config.home)) < 5e-3
+    assert arm.pop_goal_events() == []  # homing is not a move_jp
+
+
+def test_homing_from_far_lasts_as_long_as_the_move_speeds_need(mtm_config):
+    start = mtm_config.home.copy()
+    start[0] = 0.5  # 15/8 x 0.5 rad / 0.6 rad/s: 1.5625 s, more than homing_time
+    arm = SimulatedArm(mtm_config, "MTML", noise=False, initial_position=start, initial_state="ENABLED",
+                       homing_time=0.2)
+    arm.state_command("home")
+    arm.advance(1.5)
+    assert _status(arm) == ("ENABLED", False, True)
+    arm.advance(0.1)
+    assert _status(arm) == ("ENABLED", True, False)
+
+
+def test_servo_jf_while_homing_faults_the_arm(mtm_config):
+    arm = SimulatedArm(mtm_config, "MTML", noise=False, initial_state="DISABLED", homing_time=1.0)
+    arm.state_command("home")
+    arm.advance(0.3)
+    with pytest.raises(ArmNotReadyError, match="faulted"):
+        arm.servo_jf(np.zeros(7))
+    assert _status(arm) == ("FAULT", False, False) and arm.operating.fault_reason == "servo_jf while homing"
+    assert arm.mode == "position" and not arm.busy  # the homing stopped, the arm holds
+    arm.advance(1.0)
+    assert _status(arm) == ("FAULT", False, False) and not arm.sample().valid
+    arm.state_command("enable")
+    assert _status(arm) == ("ENABLED", False, False)
+
+
+def test_tracking_error_faults_the_arm_and_it_holds(psm_config):
+    goal = psm_config.home + np.array([0.3, 0, 0, 0, 0, 0, 0])
+    step = psm_config.home + np.array([0.2, 0, 0, 0, 0, 0, 0])  # a servo_jp step: 0.2 rad of error at once
+    arm = SimulatedArm(psm_config, noise=False)
+    assert arm.tracking_limit[2] == pytest.approx(0.05) and arm.tracking_limit[0] == pytest.approx(0.5)
+    arm.advance(arm.move_jp(goal) + 0.2)  # the default limit: ordinary tracking never faults
+    arm.servo_jp(step)
+    arm.advance(0.5)
+    assert _status(arm) == ("ENABLED", True, False) and arm.pop_goal_events() == [True]
+    tight = SimulatedArm(psm_config, noise=False, fault_tracking_error=0.1)
+    tight.advance(0.2)
+    assert _status(tight) == ("ENABLED", True, False)
+    tight.servo_jp(step)
+    tight.advance(0.01)
+    assert _status(tight) == ("FAULT", False, False)
+    assert tight.operating.fault_reason.startswith("tracking error: yaw ")
+    held = tight.q.copy()
+    tight.advance(0.5)
+    assert tight.mode == "position" and np.max(np.abs(tight.q - held)) < 0.02  # it holds where it faulted
+    assert abs(tight.q[0] - psm_config.home[0]) < 0.05
+    with pytest.raises(DvrkIdentError):
+        SimulatedArm(psm_config, fault_tracking_error=0.0)
+
+
+def test_a_fault_cuts_a_move_short(psm_config):
+    arm = SimulatedArm(psm_config, noise=False)
+    arm.move_jp(psm_config.home + np.array([0.3, 0, 0, 0, 0, 0, 0]))
+    arm.advance(0.2)
+    arm.inject_fault("test")
+    assert _status(arm) == ("FAULT", False, False) and arm.pop_goal_events() == [False]
+    held = arm.q.copy()
+    arm.advance(0.5)
+    assert np.max(np.abs(arm.q - held)) < 0.02 and not arm.sample().valid
+
+
+@pytest.mark.parametrize("initial, command", [
+    ("DISABLED", None), ("ENABLED", None), ("FAULT", None), ("HOMED", "pause"), ("HOMED", "unhome"),
+])
+def test_commands_are_ignored_when_the_arm_is_not_ready(psm_config, initial, command):
+    arm = SimulatedArm(psm_config, noise=False, initial_state=initial)
+    if command:
+        arm.state_command(command)
+    arm.advance(0.1)
+    before = (arm.mode, arm.q_ref.copy(), arm.effort_command.copy())
+    step = arm.q_ref + np.array([0.05, 0, 0, 0, 0, 0, 0])
+    for call in (lambda: arm.servo_jp(step), lambda: arm.move_jp(step), lambda: arm.servo_jf(np.zeros(7)),
+                 arm.hold):
+        with pytest.raises(ArmNotReadyError, match="arm not ready"):
+            call()
+    assert arm.mode == before[0] and np.array_equal(arm.q_ref, before[1])
+    assert np.array_equal(arm.effort_command, before[2]) and not arm.busy
+    assert arm.not_ready_reason("PSM1").startswith("PSM1 is ")
+    sample = arm.sample()
+    paused = command == "pause"
+    assert sample.valid == paused  # PAUSED: homed, the data stays valid
+    if not paused:
+        assert not any(np.any(v) for v in (sample.position, sample.velocity, sample.effort,
+                                           sample.setpoint_position, sample.setpoint_effort))
+
+
+def test_psm_without_a_tool_ignores_commands(psm_config):
+    arm = SimulatedArm(psm_config, noise=False, tool_engaged=False)
+    assert arm.status.ready and not arm.ready and arm.not_ready_reason("PSM2") == "PSM2 has no tool engaged"
+    with pytest.raises(ArmNotReadyError, match="no tool engaged"):
+        arm.servo_jp(arm.q_ref)
+    assert arm.sample().valid
+
+
+def test_move_jp_clips_beyond_the_limits_and_reports_the_goal(mtm_config):
+    arm = SimulatedArm(mtm_config, "MTML", noise=False)
+    beyond = mtm_config.home.copy()
+    beyond[5] = 2.0  # wrist_yaw: the hardware limit is about 0.716 rad
+    clipped = arm.checker.clamp_position(beyond)
+    assert 0.6 < clipped[5] < 0.8
+    duration = arm.move_jp(beyond)
+    arm.advance(duration / 2)
+    assert arm.status.is_busy and arm.pop_goal_events() == []
+    arm.advance(duration / 2 + 0.5)
+    assert not arm.status.is_busy and arm.pop_goal_events() == [True]
+    assert np.max(np.abs(arm.q - clipped)) < 5e-3
+    arm.move_jp(mtm_config.home)
+    arm.advance(0.1)
+    arm.servo_jp(arm.q_ref)  # cuts the move short
+    assert arm.pop_goal_events() == [False] and not arm.busy
+
+
+def test_builtin_gravity_compensation_at_start_by_dvrk_version(mtm_config, psm_config):
+    assert SimulatedArm(mtm_config, "MTML", dvrk_version="2.4").builtin_gravity_compensation
+    mtm23 = SimulatedArm(mtm_config, "MTML", dvrk_version="2.3", initial_state="DISABLED")
+    assert not mtm23.builtin_gravity_compensation
+    assert not np.any(mtm23.builtin_compensation_effort())
+    mtm23.use_gravity_compensation(True)  # accepted in any state
+    assert mtm23.builtin_gravity_compensation and np.any(mtm23.builtin_compensation_effort())
+    assert not SimulatedArm(psm_config, dvrk_version="2.4").builtin_gravity_compensation
+    with pytest.raises(DvrkIdentError, match="dvrk_version"):
+        SimulatedArm(mtm_config, "MTML", dvrk_version="2.5")
+
+
+def test_measured_effort_is_current_quantised_the_setpoint_effort_is_the_pids(psm_config):
+    resolution = psm_config.noise.effort_resolution
+    assert resolution is not None and np.all(resolution > 0)
+    arm = SimulatedArm(psm_config, seed=3)
+    arm.advance(0.5)
+    measured = []
+    for _ in range(20):
+        arm.advance(0.01)
+        sample = arm.sample()
+        assert np.array_equal(sample.setpoint_effort, arm.effort)  # the PID's command, exact
+        measured.append(sample.effort)
+    counts = psm_config.model.motor_torque_from_dvrk(np.array(measured)) / resolution
+    assert np.max(np.abs(counts - np.round(counts))) < 1e-6  # whole ADC steps in motor coordinates
+    exact = SimulatedArm(psm_config, noise=False)
+    exact.advance(0.5)
+    counts = psm_config.model.motor_torque_from_dvrk(exact.sample().effort) / resolution
+    assert np.max(np.abs(counts - np.round(counts))) > 1e-3  # noise off: no quantisation either

@@ -1,15 +1,30 @@
 """Node ``simulated_arm``: one dVRK arm (MTML, MTMR, PSM1..3) on the dVRK ROS 2 topics.
 
-Publishes ``/<ARM>/measured_js`` and ``setpoint_js`` (plus ``jaw/...`` for a
-PSM, ``gripper/measured_js`` for an MTM) and ``/<ARM>/busy`` (std_msgs/Bool,
-standing in for crtk OperatingState.is_busy, which has no wheel); accepts
-``servo_jp``, ``move_jp``, ``servo_jf``, ``use_gravity_compensation``,
-``hold``. Every command is checked by the core (length, NaN, limits); a
+State: ``/<ARM>/operating_state`` (crtk_msgs/OperatingState, transient_local:
+at start and on every change), ``/<ARM>/goal_reached`` (std_msgs/Bool,
+transient_local: true when a move_jp ended, false when it was cut short),
+``/<ARM>/measured_js`` and ``setpoint_js`` (plus ``jaw/...`` for a PSM,
+``gripper/measured_js`` for an MTM) and ``/<ARM>/gravity_compensation/setpoint_js``
+(the built-in compensation's torques in ``effort``, zeros while it is off).
+While the arm is not ENABLED and homed (``initial_state``, default DISABLED
+like a freshly started console) the joint states are all zeros with
+``header.stamp`` 0, the bridge's mark of invalid data.
+
+Commands: ``/<ARM>/state_command`` (crtk_msgs/StringStamped: enable, disable,
+home, unhome, pause, resume); ``servo_jp``, ``move_jp`` (clipped to the
+limits), ``servo_jf``, ``hold`` (obeyed only when the arm is ENABLED and homed,
+else ignored with a throttled "arm not ready" warning; a ``servo_jf`` while
+homing faults the arm); ``use_gravity_compensation`` (any state);
+``/console/teleop/enable`` (std_msgs/Bool: true turns the built-in
+compensation back on, as dVRK teleoperation does); the test hook
+``/<ARM>/simulation/inject_fault`` (std_msgs/Empty: FAULT at once). Every
+command is checked by the core (length, NaN, limits, servo_jp jumps); a
 rejected one is logged and the arm keeps its previous command.
 
 With ``publish_clock`` the node owns time: it steps the physics and publishes
 ``/clock`` as fast as ``real_time_factor`` allows (0: as fast as possible), so
-the other nodes run with ``use_sim_time``.
+the other nodes run with ``use_sim_time``. The operating state runs on the
+simulated time either way.
 """
 from __future__ import annotations
 
@@ -22,26 +37,35 @@ import numpy as np
 import rclpy
 from builtin_interfaces.msg import Time
 from rclpy.node import Node
+from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool, Empty
 
+from dvrk_ident_ros.arm_state import OperatingStatus
 from dvrk_ident_ros.errors import DvrkIdentError
 from dvrk_ident_ros.nodes.common import (
+    EVENT_QOS,
     STATE_QOS,
     arm_family,
     check_arm_name,
+    crtk_messages,
     declare,
     fill_joint_state,
     guarded,
     run,
     shutdown_requested,
 )
-from dvrk_ident_ros.sim.arm import SimulatedArm
+from dvrk_ident_ros.sim.arm import FAULT_TRACKING_ERROR, Sample, SimulatedArm
 from dvrk_ident_ros.sim.config import load_sim_config
+from dvrk_ident_ros.sim.operating import ArmNotReadyError
 from dvrk_ident_ros.sim.pacing import RealTimePacer
 
 SIM_EPOCH = 1.0  # s: simulated time starts here (0 means "no time yet" to rclpy)
+INVALID_STAMP = Time(sec=0, nanosec=0)  # the bridge's mark of invalid data
+NOT_READY_EVERY = 2.0  # s: at most one "arm not ready" warning per command topic in this time
+#: The bridge's subscribers (state_command, the teleop stand-in): reliable, volatile.
+COMMAND_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10, reliability=ReliabilityPolicy.RELIABLE)
 
 
 def _time_msg(seconds: float) -> Time:
@@ -62,6 +86,11 @@ class SimulatedArmNode(Node):
         noise = bool(declare(self, "noise", True))
         seed = int(declare(self, "seed", 0))
         initial = list(declare(self, "initial_position", [0.0]))
+        initial_state = str(declare(self, "initial_state", "DISABLED"))
+        homing_time = float(declare(self, "homing_time", 3.0))
+        dvrk_version = str(declare(self, "dvrk_version", "2.4", kind=object))  # "-p dvrk_version:=2.3" is a double
+        tool_engaged = bool(declare(self, "tool_engaged", True))
+        fault_tracking_error = float(declare(self, "fault_tracking_error", FAULT_TRACKING_ERROR))
         if not 1.0 <= self.publish_rate <= 1000.0:
             raise DvrkIdentError(f"publish_rate {self.publish_rate} Hz: expected 1..1000 Hz")
         if physics_rate < self.publish_rate:
@@ -76,37 +105,62 @@ class SimulatedArmNode(Node):
             raise DvrkIdentError(f"initial_position: {len(initial)} values, the {family.upper()} has "
                                  f"{config.model.dof} joints")
         self.sim = SimulatedArm(config, self.arm if family == "mtm" else None, noise=noise, seed=seed,
-                                physics_rate=physics_rate, initial_position=initial_position)
+                                physics_rate=physics_rate, initial_position=initial_position,
+                                initial_state=initial_state, homing_time=homing_time, dvrk_version=dvrk_version,
+                                tool_engaged=tool_engaged, fault_tracking_error=fault_tracking_error)
         self.names = self.sim.names
-        self.arm_joints = 6 if family == "psm" else 7  # the PSM's jaw is published on its own topics
-        self._pub = {name: self.create_publisher(JointState, f"/{self.arm}/{name}", STATE_QOS)
-                     for name in ("measured_js", "setpoint_js")}
+        # the PSM's jaw is published on its own topics; without a tool the PSM publishes its 7 raw joints
+        self.arm_joints = 6 if family == "psm" and self.sim.tool_engaged else 7
+        self.family = family
+
+        def pub(topic: str, msg_type=JointState, qos=STATE_QOS):
+            return self.create_publisher(msg_type, f"/{self.arm}/{topic}", qos)
+
+        self._pub = {name: pub(name) for name in ("measured_js", "setpoint_js", "gravity_compensation/setpoint_js")}
         if family == "psm":
-            self._pub["jaw/measured_js"] = self.create_publisher(JointState, f"/{self.arm}/jaw/measured_js", STATE_QOS)
-            self._pub["jaw/setpoint_js"] = self.create_publisher(JointState, f"/{self.arm}/jaw/setpoint_js", STATE_QOS)
+            self._pub["jaw/measured_js"] = pub("jaw/measured_js")
+            self._pub["jaw/setpoint_js"] = pub("jaw/setpoint_js")
         else:
-            self._pub["gripper/measured_js"] = self.create_publisher(JointState, f"/{self.arm}/gripper/measured_js",
-                                                                      STATE_QOS)
-        self._busy_pub = self.create_publisher(Bool, f"/{self.arm}/busy", 10)
+            self._pub["gripper/measured_js"] = pub("gripper/measured_js")
+        self._goal_pub = pub("goal_reached", Bool, EVENT_QOS)
+        self._crtk = crtk_messages()
+        self._state_pub = pub("operating_state", self._crtk.OperatingState, EVENT_QOS) if self._crtk else None
+        self._published_status: OperatingStatus | None = None
         self._clock_pub = self.create_publisher(Clock, "/clock", 10) if self.publish_clock else None
 
         self._lock = threading.Lock()  # commands (executor) vs physics (the /clock loop)
+        self._not_ready_logged: dict[str, float] = {}
+        self._not_ready_suppressed: dict[str, int] = {}
 
-        def locked(callback):
+        def locked(topic: str, callback):
             def call(msg) -> None:
                 with self._lock:
-                    callback(msg)
+                    try:
+                        callback(msg)
+                    except ArmNotReadyError:
+                        self._warn_not_ready(topic)
+                    finally:
+                        self._publish_events()
             return call
 
-        def sub(topic: str, msg_type, callback) -> None:
-            self.create_subscription(msg_type, f"/{self.arm}/{topic}", guarded(self, topic, locked(callback)),
-                                     STATE_QOS)
+        def sub(topic: str, msg_type, callback, qos=STATE_QOS, absolute: bool = False) -> None:
+            name = topic if absolute else f"/{self.arm}/{topic}"
+            self.create_subscription(msg_type, name, guarded(self, topic, locked(topic, callback)), qos)
 
         sub("servo_jp", JointState, self._servo_jp)
         sub("move_jp", JointState, self._move_jp)
         sub("servo_jf", JointState, self._servo_jf)
         sub("use_gravity_compensation", Bool, lambda msg: self.sim.use_gravity_compensation(msg.data))
         sub("hold", Empty, lambda msg: self.sim.hold())
+        sub("simulation/inject_fault", Empty, lambda msg: self.sim.inject_fault("fault injected (simulation)"),
+            COMMAND_QOS)
+        sub("/console/teleop/enable", Bool, self._teleop_enable, COMMAND_QOS, absolute=True)
+        if self._crtk is not None:
+            sub("state_command", self._crtk.StringStamped, lambda msg: self.sim.state_command(msg.string),
+                COMMAND_QOS)
+        else:
+            self.get_logger().warning("crtk_msgs is not installed: no operating_state, no state_command; "
+                                      f"the arm stays {initial_state}")
         if family == "psm":
             sub("jaw/servo_jp", JointState, self._jaw_servo_jp)
             sub("jaw/move_jp", JointState, self._jaw_move_jp)
@@ -119,15 +173,56 @@ class SimulatedArmNode(Node):
         # integrates at most that much; under /clock that much lag is caught up, more slips (sim/pacing.py)
         self._max_step = 2.0 / self.publish_rate
         self._pacer = RealTimePacer(self.real_time_factor, self._max_step / (self.real_time_factor or 1.0))
+        with self._lock:
+            self._publish_events()
         if not self.publish_clock:
             self.create_timer(1.0 / self.publish_rate, self._tick_wall)
         self.get_logger().info(
-            f"simulated {self.arm} ({family}, true parameters {config.parameter_file.name}): state at "
-            f"{self.publish_rate:g} Hz, physics at {physics_rate:g} Hz, "
+            f"simulated {self.arm} ({family}, dVRK {dvrk_version}, true parameters {config.parameter_file.name}): "
+            f"{self.sim.status.describe()}, built-in gravity compensation "
+            f"{'on' if self.sim.builtin_gravity_compensation else 'off'}; state at {self.publish_rate:g} Hz, "
+            f"physics at {physics_rate:g} Hz, "
             + (f"publishing /clock (real-time factor {self.real_time_factor or 'max'})" if self.publish_clock
                else "wall-clock time"))
 
+    # -- events: operating state, goal reached, "arm not ready" ---------------------------
+    def _publish_events(self) -> None:
+        """operating_state when it changed (logged), goal_reached for every move that ended; lock held."""
+        status = self.sim.status
+        if status != self._published_status:
+            old, self._published_status = self._published_status, status
+            reason = self.sim.operating.fault_reason if status.state == "FAULT" else ""
+            change = f"{self.arm}: {old.describe() if old else 'start'} -> {status.describe()}"
+            if reason:  # rclpy: one severity per call site
+                self.get_logger().warning(f"{change} ({reason})")
+            else:
+                self.get_logger().info(change)
+            if self._state_pub is not None:
+                msg = self._crtk.OperatingState(state=status.state, is_homed=status.is_homed, is_busy=status.is_busy)
+                msg.header.stamp = self._now()
+                self._state_pub.publish(msg)
+        for reached in self.sim.pop_goal_events():
+            self._goal_pub.publish(Bool(data=reached))
+
+    def _now(self) -> Time:
+        """The node's time: the simulated time it publishes on /clock, or the wall clock."""
+        return _time_msg(SIM_EPOCH + self.sim.time) if self.publish_clock else self.get_clock().now().to_msg()
+
+    def _warn_not_ready(self, topic: str) -> None:
+        now = time.monotonic()
+        if now - self._not_ready_logged.get(topic, -math.inf) < NOT_READY_EVERY:
+            self._not_ready_suppressed[topic] = self._not_ready_suppressed.get(topic, 0) + 1
+            return
+        more = self._not_ready_suppressed.pop(topic, 0)
+        self._not_ready_logged[topic] = now
+        self.get_logger().warning(f"{topic}: ignored, arm not ready: {self.sim.not_ready_reason(self.arm)}"
+                                  + (f" (+{more} more since the last report)" if more else ""))
+
     # -- commands: dVRK topics -> core ----------------------------------------------
+    def _teleop_enable(self, msg: Bool) -> None:
+        if msg.data:  # dVRK teleoperation turns the MTM's own compensation on whenever it enables
+            self.sim.use_gravity_compensation(True)
+
     def _with_jaw(self, values, reference: np.ndarray) -> np.ndarray:
         arr = np.asarray(values, dtype=float)
         if self.arm_joints == 7 or arr.size != self.arm_joints:
@@ -135,13 +230,16 @@ class SimulatedArmNode(Node):
         return np.append(arr, reference[6])
 
     def _servo_jp(self, msg: JointState) -> None:
+        self.sim.require_ready("servo_jp")
         velocity = self._with_jaw(msg.velocity, np.zeros(7)) if len(msg.velocity) else None
         self.sim.servo_jp(self._with_jaw(msg.position, self.sim.q_ref), velocity)
 
     def _move_jp(self, msg: JointState) -> None:
+        self.sim.require_ready("move_jp")
         self.sim.move_jp(self._with_jaw(msg.position, self.sim.q_ref))
 
     def _servo_jf(self, msg: JointState) -> None:
+        self.sim.require_ready("servo_jf", effort=True)
         effort = np.asarray(msg.effort, dtype=float)
         if self.arm_joints == 6 and effort.size == 6:
             effort = np.append(effort, self._jaw_effort)
@@ -157,17 +255,20 @@ class SimulatedArmNode(Node):
         return value
 
     def _jaw_servo_jp(self, msg: JointState) -> None:
+        self.sim.require_ready("jaw/servo_jp")
         q, qd = self.sim.q_ref.copy(), self.sim.qd_ref.copy()  # the arm's joints keep their setpoint
         q[6] = self._jaw(msg, "position")
         qd[6] = self._jaw(msg, "velocity") if len(msg.velocity) else 0.0
         self.sim.servo_jp(q, qd)
 
     def _jaw_move_jp(self, msg: JointState) -> None:
+        self.sim.require_ready("jaw/move_jp")
         q = self.sim.q_ref.copy()
         q[6] = self._jaw(msg, "position")
         self.sim.move_jp(q)
 
     def _jaw_servo_jf(self, msg: JointState) -> None:
+        self.sim.require_ready("jaw/servo_jf", effort=True)
         self._jaw_effort = self._jaw(msg, "effort")
         if self.sim.mode == "effort":
             effort = self.sim.effort_command.copy()
@@ -190,20 +291,31 @@ class SimulatedArmNode(Node):
         self._publish(self.get_clock().now().to_msg())
 
     def _publish(self, stamp: Time) -> None:
-        q, qd, effort = self.sim.measured()
-        q_sp, effort_sp = self.sim.setpoint()
+        """One state sample on every topic (zeros and stamp 0 while the data is invalid), then the events."""
+        sample: Sample = self.sim.sample()
+        valid_stamp = stamp if sample.valid else INVALID_STAMP
         n = self.arm_joints
         names = self.names[:n]
-        self._pub["measured_js"].publish(fill_joint_state(JointState(), stamp, names, q[:n], qd[:n], effort[:n]))
-        self._pub["setpoint_js"].publish(fill_joint_state(JointState(), stamp, names, q_sp[:n], None, effort_sp[:n]))
-        if n == 6:
-            self._pub["jaw/measured_js"].publish(fill_joint_state(JointState(), stamp, ["jaw"], q[6:], qd[6:],
-                                                                  effort[6:]))
-            self._pub["jaw/setpoint_js"].publish(fill_joint_state(JointState(), stamp, ["jaw"], q_sp[6:], None,
-                                                                  effort_sp[6:]))
+
+        def joint_state(topic: str, joint_names, position, velocity, effort, at: Time = valid_stamp) -> None:
+            self._pub[topic].publish(fill_joint_state(JointState(), at, joint_names, position, velocity, effort))
+
+        joint_state("measured_js", names, sample.position[:n], sample.velocity[:n], sample.effort[:n])
+        joint_state("setpoint_js", names, sample.setpoint_position[:n], None, sample.setpoint_effort[:n])
+        if self.family == "psm":
+            jaw_stamp = valid_stamp if n == 6 else INVALID_STAMP  # no tool: no jaw
+            zero = np.zeros(1)
+            jaw = (lambda a: a[6:]) if n == 6 else (lambda a: zero)
+            joint_state("jaw/measured_js", ["jaw"], jaw(sample.position), jaw(sample.velocity), jaw(sample.effort),
+                        jaw_stamp)
+            joint_state("jaw/setpoint_js", ["jaw"], jaw(sample.setpoint_position), None,
+                        jaw(sample.setpoint_effort), jaw_stamp)
         else:
-            self._pub["gripper/measured_js"].publish(fill_joint_state(JointState(), stamp, ["gripper"], [0.0]))
-        self._busy_pub.publish(Bool(data=self.sim.busy))
+            joint_state("gripper/measured_js", ["gripper"], [0.0], None, None)
+        # the flag is readable in any state: the torques while it is on, zeros while it is off
+        joint_state("gravity_compensation/setpoint_js", names, None, None,
+                    self.sim.builtin_compensation_effort()[:n], stamp)
+        self._publish_events()
 
     def spin(self, executor) -> None:
         """Under /clock the physics loop owns the main thread and the executor serves commands in another.

@@ -1,29 +1,52 @@
 """One simulated dVRK arm, ROS-free: the commands the dVRK accepts, the state it publishes.
 
-Commands (dVRK joint space, all checked before they act; a rejected command
-raises SafetyError and leaves the arm as it was):
+Operating state (:mod:`dvrk_ident_ros.sim.operating`): ``initial_state``
+DISABLED, ENABLED (powered, not homed), HOMED (ENABLED, homed, idle: ready;
+the default here, for offline use; the node starts DISABLED like a console)
+or FAULT; :meth:`SimulatedArm.state_command` takes the crtk strings (enable,
+disable, home, unhome, pause, resume). Homing moves the arm to its home pose
+with a quintic over ``homing_time`` s (longer if the pose is farther than
+``move_speed`` allows in that time), busy meanwhile. Whenever the arm is not
+ENABLED and homed it holds its pose under the PID (the simulator's brakes: a
+powered-off MTM would sag, and the simulation has no joint stops), and its
+published data is invalid (:meth:`SimulatedArm.sample`: zeros). A
+``servo_jf`` while homing, or a PID tracking error (setpoint - measured)
+beyond ``fault_tracking_error`` while ENABLED or PAUSED, faults the arm.
+
+Commands (dVRK joint space) are obeyed only when the arm is ENABLED and homed
+(and, on a PSM, its tool is engaged); otherwise they raise
+:class:`~dvrk_ident_ros.sim.operating.ArmNotReadyError` and change nothing. Then
+they are checked; a rejected command raises SafetyError and leaves the arm as
+it was:
 
 - ``servo_jp(q, qd)``: PID position setpoint, meant to be streamed;
-- ``move_jp(q)``: the arm plans its own quintic move (``busy`` until done);
+- ``move_jp(q)``: the arm plans its own quintic move (``busy`` until done, then
+  a goal-reached event), a goal beyond the limits clipped to them;
 - ``servo_jf(tau)``: effort mode, the efforts are applied as they are;
-- ``use_gravity_compensation(on)``: the dVRK's own compensation (perfect
-  gravity, springs and cable of the true model) added to every command;
+- ``use_gravity_compensation(on)`` (any state): the dVRK's own compensation
+  (perfect gravity, springs and cable of the true model) added to every
+  command; on at start on a dVRK 2.4 MTM, off on 2.3;
 - ``hold()``: position mode at the current pose.
 
 Physics: :class:`~dvrk_ident_ros.sim.physics.ArmPhysics` (semi-implicit Euler
 at ``physics_rate``) plus a Dahl cable hysteresis; measured positions are
-quantised like the encoders, efforts carry the recordings' noise.
+quantised like the encoders, measured efforts carry the recordings' noise and
+are quantised like the motor currents; the setpoint's effort is the PID's.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
-from dvrk_ident_ros.errors import SafetyError
+from dvrk_ident_ros.arm_state import OperatingStatus
+from dvrk_ident_ros.errors import DvrkIdentError, SafetyError
 from dvrk_ident_ros.model.compiled import load_compiled
 from dvrk_ident_ros.safety import CommandChecker
 from dvrk_ident_ros.sim.config import SimConfig
 from dvrk_ident_ros.sim.hysteresis import DahlHysteresis
 from dvrk_ident_ros.sim.noise import quantize
+from dvrk_ident_ros.sim.operating import Action, ArmNotReadyError, OperatingMachine
 from dvrk_ident_ros.sim.physics import ArmPhysics, ArmState
 from dvrk_ident_ros.sim.servo import PidServo
 
@@ -32,6 +55,9 @@ MASS_MATRIX_TOLERANCE = 1e-3  # rad (m): M(q) is recomputed when q moved further
 STATIC_TOLERANCE = 1e-4  # rad (m): the same for the built-in compensation's torques
 SERVO_HOLD = 0.05  # s: a streamed setpoint is carried forward with its velocity at most this long
 MAX_SERVO_JUMP = 0.25  # rad (m): a streamed setpoint this far from the current one is not a stream
+FAULT_TRACKING_ERROR = 0.5  # rad: default tracking-error fault; prismatic joints use a tenth of it in m
+PRISMATIC_SCALE = 0.1  # m per rad of fault_tracking_error for prismatic joints (0.05 m for the PSM insertion)
+DVRK_VERSIONS = ("2.3", "2.4")  # 2.4: the MTM's built-in gravity compensation is on at start; 2.3: off
 
 
 def _quintic(s: float) -> tuple[float, float]:
@@ -40,14 +66,46 @@ def _quintic(s: float) -> tuple[float, float]:
     return s ** 3 * (10 - 15 * s + 6 * s * s), 30 * s * s * (1 - s) ** 2
 
 
+def builtin_compensation_at_start(config: SimConfig, dvrk_version: str) -> bool:
+    """Whether the dVRK's own gravity compensation is on at start: the arm family's setting
+    (config/sim/<family>.yaml: on for the MTM) on dVRK 2.4, off on 2.3."""
+    if str(dvrk_version) not in DVRK_VERSIONS:
+        raise DvrkIdentError(f"dvrk_version {dvrk_version!r}: expected one of {', '.join(DVRK_VERSIONS)}")
+    return bool(config.builtin_gravity_compensation) and str(dvrk_version) == "2.4"
+
+
+def tracking_limits(config: SimConfig, fault_tracking_error: float) -> np.ndarray:
+    """Per dVRK joint: ``fault_tracking_error`` rad, a tenth of it in m for prismatic joints."""
+    if not fault_tracking_error > 0.0:
+        raise DvrkIdentError(f"fault_tracking_error {fault_tracking_error}: expected > 0 rad")
+    return np.where(config.prismatic, PRISMATIC_SCALE, 1.0) * float(fault_tracking_error)
+
+
+@dataclass(frozen=True)
+class Sample:
+    """What the arm publishes at one instant (dVRK joint space); all zeros when not ``valid``."""
+
+    valid: bool
+    position: np.ndarray
+    velocity: np.ndarray
+    effort: np.ndarray  # measured (noise, current quantisation)
+    setpoint_position: np.ndarray
+    setpoint_effort: np.ndarray  # the PID's command
+
+
 class SimulatedArm:
     def __init__(self, config: SimConfig, variant: str | None = None, *, noise: bool = True, seed: int = 0,
-                 physics_rate: float = 1500.0, initial_position: np.ndarray | None = None):
+                 physics_rate: float = 1500.0, initial_position: np.ndarray | None = None,
+                 initial_state: str = "HOMED", homing_time: float = 3.0, dvrk_version: str = "2.4",
+                 tool_engaged: bool = True, fault_tracking_error: float = FAULT_TRACKING_ERROR):
         self.config = config
         self.model = model = config.model
         self.dof = model.dof
         self.names = list(model.description.dvrk_joint_names)
         self.dt = 1.0 / physics_rate
+        self.operating = OperatingMachine(initial_state, homing_time)
+        self.tracking_limit = tracking_limits(config, fault_tracking_error)
+        self.tool_engaged = bool(tool_engaged) or config.family != "psm"
         self.physics = ArmPhysics(model, config.delta, coulomb_velocity=config.coulomb_velocity)
         self.physics.mass_tolerance = MASS_MATRIX_TOLERANCE
         self._static_at: np.ndarray | None = None
@@ -64,6 +122,7 @@ class SimulatedArm:
         self._rng = np.random.default_rng(seed)
         start = config.home if initial_position is None else np.asarray(initial_position, dtype=float)
         q0 = self.checker.position(self.checker.clamp_position(start), "initial position")
+        self.home = self.checker.position(self.checker.clamp_position(config.home), "home pose")
         self.state = ArmState(model.motor_from_dvrk(q0), np.zeros(self.dof))
         self.q = q0.copy()  # dVRK joint space, true
         self.qd = np.zeros(self.dof)
@@ -72,13 +131,74 @@ class SimulatedArm:
         self.effort = np.zeros(self.dof)  # what the arm applies (dVRK joint space)
         self.effort_command = np.zeros(self.dof)
         self.mode = POSITION
-        self.builtin_gravity_compensation = config.builtin_gravity_compensation
+        self.builtin_gravity_compensation = builtin_compensation_at_start(config, dvrk_version)
         self._move: tuple[float, np.ndarray, np.ndarray, float] | None = None
+        self._homing_move = False  # the running move is the homing (no goal-reached event)
+        self._goal_events: list[bool] = []
         self.time = 0.0
         self._servo_time = 0.0
 
+    # -- operating state -------------------------------------------------------------
+    @property
+    def status(self) -> OperatingStatus:
+        """What ``/<ARM>/operating_state`` says now."""
+        return self.operating.status(self._move is not None and not self._homing_move)
+
+    @property
+    def ready(self) -> bool:
+        """Motion commands are obeyed: ENABLED, homed (and, on a PSM, the tool engaged)."""
+        return self.operating.commandable and self.tool_engaged
+
+    def not_ready_reason(self, arm: str) -> str:
+        """Why motion commands are ignored ('' when they are not), for a log line."""
+        if self.operating.commandable and not self.tool_engaged:
+            return f"{arm} has no tool engaged"
+        return "" if self.ready else self.operating.not_ready_reason(arm)
+
+    def state_command(self, command: str) -> None:
+        """A crtk state command (enable, disable, home, unhome, pause, resume); DvrkIdentError if unknown."""
+        self._act(self.operating.command(command))
+
+    def inject_fault(self, reason: str = "fault injected") -> None:
+        """Put the arm in FAULT at once (the simulation's test hook)."""
+        self._act(self.operating.fault(reason))
+
+    def _act(self, action: Action) -> None:
+        if action == Action.HOLD:
+            self._hold()
+        elif action == Action.HOME:
+            self._hold()
+            q_from = self.q.copy()
+            duration = max(self.operating.homing_time, self._move_duration(q_from, self.home))
+            if duration > 0:
+                self._move, self._homing_move = (self.time, q_from, self.home.copy(), duration), True
+            self.operating.start_homing(self.time, duration)
+            self.operating.update(self.time)  # homing_time 0 at the home pose: homed at once
+
+    def pop_goal_events(self) -> list[bool]:
+        """Goal-reached events since the last call: True when a move_jp ended, False when it was cut short."""
+        events, self._goal_events = self._goal_events, []
+        return events
+
+    def require_ready(self, what: str, effort: bool = False) -> None:
+        """ArmNotReadyError unless motion commands are obeyed; an ``effort`` command while homing also
+        faults the arm (the PID leaves position mode, the homing cannot finish)."""
+        if effort and self.operating.homing:
+            self._act(self.operating.fault(f"{what} while homing"))
+            raise ArmNotReadyError(f"{what}: an effort command while homing: the arm faulted")
+        if not self.ready:
+            reason = "no tool engaged" if self.operating.commandable else self.status.describe()
+            raise ArmNotReadyError(f"{what}: ignored, arm not ready ({reason})")
+
+    def _cancel_move(self) -> None:
+        if self._move is not None and not self._homing_move:
+            self._goal_events.append(False)
+        self._move = None
+        self._homing_move = False
+
     # -- commands ------------------------------------------------------------------
     def servo_jp(self, position, velocity=None) -> None:
+        self.require_ready("servo_jp")
         q = self.checker.position(position, "servo_jp position")
         qd = np.zeros(self.dof) if velocity is None or len(velocity) == 0 else \
             self.checker.speed(velocity, "servo_jp velocity", scale=1.5)
@@ -89,40 +209,54 @@ class SimulatedArm:
                               f"(at most {MAX_SERVO_JUMP}; use move_jp)")
         if self.mode != POSITION:
             self.servo.reset()
-        self._move = None
+        self._cancel_move()
         self.mode = POSITION
         self.q_ref, self.qd_ref = q, qd
         self._servo_time = self.time
 
+    def _move_duration(self, start: np.ndarray, goal: np.ndarray) -> float:
+        """A quintic's duration at the configured peak speeds (its peak speed is 15/8 the mean)."""
+        return float(np.max(15.0 / 8.0 * np.abs(goal - start) / self.config.move_speed))
+
     def move_jp(self, goal) -> float:
-        """Start a move to ``goal``; returns its duration (s)."""
-        q = self.checker.position(goal, "move_jp goal")
+        """Start a move to ``goal`` (clipped to the limits, as the dVRK does); returns its duration (s)."""
+        self.require_ready("move_jp")
+        q = self.checker.finite(goal, "move_jp goal")
+        q = self.checker.position(self.checker.clamp_position(q), "move_jp goal (clipped)")
         start = self.q_ref if self.mode == POSITION else self.q.copy()
-        delta = np.abs(q - start)
-        duration = max(0.1, float(np.max(15.0 / 8.0 * delta / self.config.move_speed)))
+        duration = max(0.1, self._move_duration(start, q))
         if self.mode != POSITION:
             self.servo.reset()
+        self._cancel_move()
         self.mode = POSITION
         self._move = (self.time, start.copy(), q, duration)
         return duration
 
     def servo_jf(self, effort) -> None:
+        self.require_ready("servo_jf", effort=True)
         self.effort_command = self.checker.torque(effort, "servo_jf effort")
-        self._move = None
+        self._cancel_move()
         self.mode = EFFORT
 
     def hold(self) -> None:
-        self._move = None
+        """Position mode at the current pose."""
+        self.require_ready("hold")
+        self._hold()
+
+    def _hold(self) -> None:
+        self._cancel_move()
         self.servo.reset()
         self.mode = POSITION
         self.q_ref, self.qd_ref = self.q.copy(), np.zeros(self.dof)
         self._servo_time = self.time
 
     def use_gravity_compensation(self, on: bool) -> None:
+        """Accepted in any state."""
         self.builtin_gravity_compensation = bool(on)
 
     @property
     def busy(self) -> bool:
+        """The arm's own move (move_jp or homing) runs."""
         return self._move is not None
 
     # -- physics -------------------------------------------------------------------
@@ -151,7 +285,9 @@ class SimulatedArm:
         self.q_ref = q_from + s * (q_to - q_from)
         self.qd_ref = ds / duration * (q_to - q_from)
         if self.time - t0 >= duration:
-            self._move = None
+            if not self._homing_move:
+                self._goal_events.append(True)
+            self._move, self._homing_move = None, False
             self.qd_ref = np.zeros(self.dof)
         self._servo_time = self.time
         return self.q_ref
@@ -160,6 +296,7 @@ class SimulatedArm:
         """One control and physics period."""
         limit = self.config.gains.torque_limit
         compensation = self.static_torque(self.state.q) if self.builtin_gravity_compensation else None
+        q_ref = None
         if self.mode == POSITION:
             q_ref = self._reference()
             tau = self.servo.command(self.q, self.qd, q_ref, self.qd_ref, self.dt, compensation)
@@ -173,6 +310,18 @@ class SimulatedArm:
         self.hysteresis.update(q_new - self.q)
         self.q, self.qd = q_new, self.model.dvrk_from_motor(self.state.qd)
         self.time += self.dt
+        if q_ref is not None and self.operating.supervised:
+            self._check_tracking(q_ref)
+        self.operating.update(self.time)
+
+    def _check_tracking(self, q_ref: np.ndarray) -> None:
+        """FAULT when the PID's setpoint and the position part further than ``tracking_limit``."""
+        error = np.abs(q_ref - self.q)
+        over = np.flatnonzero(error > self.tracking_limit)
+        if over.size:
+            i = int(over[0])
+            self._act(self.operating.fault(f"tracking error: {self.names[i]} {error[i]:.4f} beyond "
+                                           f"{self.tracking_limit[i]:g}"))
 
     def advance(self, duration: float) -> int:
         """Run whole physics steps covering ``duration`` s; returns the number of steps."""
@@ -183,13 +332,34 @@ class SimulatedArm:
 
     # -- what the arm publishes ----------------------------------------------------
     def measured(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Position (quantised), velocity, effort (with noise), dVRK joint space."""
+        """Position (encoder-quantised), velocity, effort (noise, current-quantised in motor
+        coordinates), dVRK joint space, whatever the operating state (see :meth:`sample`)."""
         if self._noise is None:
             return self.q.copy(), self.qd.copy(), self.effort.copy()
         q = quantize(self.q, self._noise.resolution)
         effort = self.effort + self._rng.normal(size=self.dof) * self._noise.effort_std
+        if self._noise.effort_resolution is not None:
+            tau_motor = quantize(self.model.motor_torque_from_dvrk(effort), self._noise.effort_resolution)
+            effort = self.model.dvrk_torque_from_motor(tau_motor)
         return q, self.qd.copy(), effort
 
     def setpoint(self) -> tuple[np.ndarray, np.ndarray]:
         """Position setpoint and commanded effort."""
         return (self.q_ref.copy() if self.mode == POSITION else self.q.copy()), self.effort.copy()
+
+    def sample(self) -> Sample:
+        """What the dVRK publishes: measured and setpoint while the data is valid (ENABLED or PAUSED,
+        homed), else all zeros (the bridge then stamps them 0)."""
+        if not self.operating.data_valid:
+            zeros = np.zeros(self.dof)
+            return Sample(False, zeros, zeros, zeros, zeros, zeros)
+        q, qd, effort = self.measured()
+        q_sp, effort_sp = self.setpoint()
+        return Sample(True, q, qd, effort, q_sp, effort_sp)
+
+    def builtin_compensation_effort(self) -> np.ndarray:
+        """The built-in gravity compensation's torques at the current pose while it is on, else zeros
+        (``/<ARM>/gravity_compensation/setpoint_js``)."""
+        if not self.builtin_gravity_compensation:
+            return np.zeros(self.dof)
+        return self.static_torque(self.state.q).copy()

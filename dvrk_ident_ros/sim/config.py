@@ -2,8 +2,10 @@
 
 The YAML gives the file of true standard parameters (a dvrk_ident parameter
 file, its origin documented in config/sim/README.md), the PID gains and torque
-limits of the servo, the measurement noise, the direction-dependent cable
-hysteresis and the home pose.
+limits of the servo, the measurement noise (encoder resolution, effort noise,
+``effort_resolution``: the measured effort's quantisation in motor
+coordinates, optional), the direction-dependent cable hysteresis and the home
+pose.
 """
 from __future__ import annotations
 
@@ -34,6 +36,20 @@ class SimConfig:
     move_speed: np.ndarray  # move_jp: largest speed per joint (rad/s, m/s)
     parameter_file: Path
     coulomb_velocity: float = 0.02
+    prismatic: np.ndarray = None  # type: ignore[assignment]  # per dVRK joint: True for a prismatic joint
+
+    def __post_init__(self) -> None:
+        if self.prismatic is None:
+            self.prismatic = prismatic_joints(self.model)
+
+
+def prismatic_joints(model: ArmModel) -> np.ndarray:
+    """Per dVRK joint: True where a prismatic frame's joint is that joint (the PSM insertion)."""
+    mask = np.zeros(model.dof, dtype=bool)
+    for frame in model.description.frames:
+        if frame.joint_type == "prismatic" and frame.joint is not None:
+            mask[int(np.argmax(np.abs(frame.joint.coefficients @ model.A_inv)))] = True
+    return mask
 
 
 def _vector(raw: dict, key: str, n: int, path: Path) -> np.ndarray:
@@ -72,7 +88,8 @@ def load_sim_config(family: str, path: str | Path | None = None, parameters: str
         raise DescriptionError(f"{path}: hysteresis.amplitude: expected {n} rows of polynomial coefficients")
     return SimConfig(
         family=family, model=model, delta=load_true_parameters(model, parameter_file), gains=gains,
-        noise=NoiseLevels(_vector(noise, "resolution", n, path), _vector(noise, "effort_std", n, path)),
+        noise=NoiseLevels(_vector(noise, "resolution", n, path), _vector(noise, "effort_std", n, path),
+                          _vector(noise, "effort_resolution", n, path) if "effort_resolution" in noise else None),
         hysteresis=amplitude, hysteresis_width=float(hyst.get("width", 0.02)), home=_vector(raw, "home", n, path),
         builtin_gravity_compensation=bool(raw.get("builtin_gravity_compensation", False)),
         move_speed=_vector(raw, "move_speed", n, path), parameter_file=parameter_file,
