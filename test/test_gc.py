@@ -135,14 +135,117 @@ def test_law_blend_uses_signed_velocity_and_clamps():
     assert all(abs(x) <= 1e-3 + 1e-15 for x in out) and any(clamped.saturated)
 
 
-def test_version_1_files_are_read_with_defaults(tmp_path):
-    raw = {"ARM_NAME": "MTML", "SN": "1", "GC_controller": {
-        "gc_dynamic_params_pos": [0.0] * 40, "gc_dynamic_params_neg": [0.0] * 40,
-        "safe_upper_torque_limit": [1] * 7, "safe_lower_torque_limit": [-1] * 7, "beta_vel_amplitude": [2] * 7}}
+def _v1_file(tmp_path, amplitude, theta_pos=None, theta_neg=None, version="1.0"):
+    raw = {"ARM_NAME": "MTML", "SN": "1", "version": version, "GC_controller": {
+        "gc_dynamic_params_pos": list(theta_pos) if theta_pos is not None else [0.0] * 40,
+        "gc_dynamic_params_neg": list(theta_neg) if theta_neg is not None else [0.0] * 40,
+        "safe_upper_torque_limit": [10] * 7, "safe_lower_torque_limit": [-10] * 7,
+        "beta_vel_amplitude": list(amplitude)}}
     path = tmp_path / "v1.json"
     path.write_text(json.dumps(raw))
+    return path
+
+
+def test_version_1_files_keep_their_beta_amplitude_and_round_trip(tmp_path):
+    params = load_gc(_v1_file(tmp_path, [2, 2, 2, 2, 10, 6, 2]))
+    assert params.version == "1.0" and list(params.beta_amplitude) == [2, 2, 2, 2, 10, 6, 2]
+    raw = params.to_json()  # written back as 1.0: saving must not change how the file compensates
+    assert raw["version"] == "1.0" and raw["GC_controller"]["beta_vel_amplitude"] == [2, 2, 2, 2, 10, 6, 2]
+    assert not {"db_vel_vec", "sat_vec_vec", "fric_comp_ratio_vec"} & set(raw["GC_controller"])
+    back = load_gc(params.save(tmp_path / "again.json"))
+    assert back.version == "1.0" and np.array_equal(back.beta_amplitude, params.beta_amplitude)
+    assert load_gc(_v1_file(tmp_path, [2] * 7, version="1")).beta_amplitude is not None  # as the console: int(1)
+    fresh = GcParameters("MTML", "1", np.zeros(40), np.zeros(40), np.ones(7), -np.ones(7))
+    assert fresh.to_json()["version"] == "2.0" and fresh.beta_amplitude is None
+
+
+def test_version_1_blend_is_the_consoles_sine_of_the_velocity(tmp_path):
+    """beta = 0.5 + 0.5 sin(pi qdot / (2 A)) inside +-A (robGravityCompensationMTM::ComputeBetaVel), 1 and 0
+    beyond; no dead band and no ratio: the whole way from one direction's torques to the other's."""
+    rng = np.random.default_rng(11)
+    theta_pos, theta_neg = _thetas(rng)
+    amplitude = np.array([2.0, 2.0, 2.0, 2.0, 10.0, 6.0, 2.0])
+    law = CompensationLaw(load_gc(_v1_file(tmp_path, amplitude, theta_pos, theta_neg)))
+    q = rng.uniform(-0.8, 0.8, 7)
+    tp, tn = torques(q[None], theta_pos)[0], torques(q[None], theta_neg)[0]
+    for fraction in (-1.5, -1.0, -0.7, -0.3, -0.01, 0.0, 0.004, 0.25, 0.5, 0.9, 1.0, 3.0):
+        qd = fraction * amplitude
+        beta = np.where(qd >= amplitude, 1.0, np.where(qd <= -amplitude, 0.0,
+                                                       0.5 + 0.5 * np.sin(np.pi * qd / (2 * amplitude))))
+        out = np.array(law.compute(q, qd))
+        assert np.allclose(law.alpha, beta, atol=1e-15), (fraction, law.alpha, beta)
+        assert np.allclose(out, beta * tp + (1 - beta) * tn, atol=1e-12), fraction
+    # a small speed already leaves 0.5 (no dead band), unlike a 2.0 file with the same parameters
+    law.compute(q, np.full(7, 0.005))
+    assert all(a > 0.5 for a in law.alpha)
+    v2 = CompensationLaw(GcParameters("MTML", "1", theta_pos, theta_neg, np.full(7, 10.0), np.full(7, -10.0)))
+    v2.compute(q, np.full(7, 0.005))  # inside every default dead band
+    assert all(a == 0.5 for a in v2.alpha)
+
+
+@pytest.mark.parametrize(("amplitude", "message"), [
+    ([2] * 6, "beta_vel_amplitude: expected 7 finite numbers"),
+    ([2, 2, 0, 2, 2, 2, 2], "expected 7 positive numbers"),
+])
+def test_version_1_files_without_a_usable_amplitude_are_refused(tmp_path, amplitude, message):
+    with pytest.raises(DataError, match=message):
+        load_gc(_v1_file(tmp_path, amplitude))
+
+
+def _law_with_positive_lower_limits(arm: str) -> CompensationLaw:
+    """Torques that clamp on both sides, and lower limits above zero on joints 2 and 3 (as the CUHK file's
+    0.25638 and 0.08811 N m): at scale 0 a clamp after the scale would command those limits."""
+    rng = np.random.default_rng(12)
+    theta_pos, theta_neg = _thetas(rng)
+    upper = np.array([0.09488, 0.72934, 0.55215, 0.12682, 0.05482, 0.03737, 0.0])
+    lower = np.array([-0.06909, 0.25638, 0.08811, -0.14571, -0.05005, -0.03639, 0.0])
+    return CompensationLaw(GcParameters(arm, "1", 5 * theta_pos, 5 * theta_neg, upper, lower))
+
+
+@pytest.mark.parametrize("arm", ["MTML", "MTMR"])
+def test_law_at_scale_zero_commands_exactly_zero(arm):
+    law = _law_with_positive_lower_limits(arm)
+    rng = np.random.default_rng(13)
+    saturated = 0
+    for _ in range(200):
+        q, qd = rng.uniform(-1.0, 1.0, 7), rng.uniform(-0.5, 0.5, 7)
+        full = np.array(law.compute(q, qd, 1.0))
+        saturated += sum(law.saturated)
+        assert np.all(full <= law._upper) and np.all(full >= law._lower)
+        assert all(x == 0.0 for x in law.compute(q, qd, 0.0)), list(law.total)
+        half = np.array(law.compute(q, qd, 0.5))
+        assert np.allclose(half, 0.5 * full, rtol=0, atol=1e-15)  # the clamped torques, scaled
+    assert saturated > 0, "the test's torques should reach the limits"
+
+
+def test_law_at_scale_zero_with_the_cuhk_version_1_file(shared_dir):
+    path = shared_dir / "data" / "cuhk-mtm-gc" / "MTML-41878" / "gc-MTML-41878.json"
     params = load_gc(path)
-    assert params.version == "1.0" and len(params.deadband) == 7
+    assert params.lower_limit[1] > 0 and params.lower_limit[2] > 0  # the file's positive lower limits
+    law = CompensationLaw(params)
+    rng = np.random.default_rng(14)
+    for _ in range(100):
+        q, qd = rng.uniform(-0.5, 0.5, 7), rng.uniform(-3.0, 3.0, 7)
+        assert law.compute(q, qd, 1.0)[1] >= params.lower_limit[1]
+        assert all(x == 0.0 for x in law.compute(q, qd, 0.0))
+
+
+@pytest.mark.parametrize("family", ["mtm", "psm"])
+def test_model_law_at_scale_zero_commands_exactly_zero(family):
+    from dvrk_ident_ros.gc.model_law import ModelCompensation
+    from dvrk_ident_ros.sim.config import load_sim_config
+
+    config = load_sim_config(family)
+    dof = config.model.dof
+    limit = np.full(dof, 0.05)  # tight: most torques clamp
+    law = ModelCompensation(config.model, config.delta, limit)
+    rng = np.random.default_rng(15)
+    for _ in range(20):
+        q = rng.uniform(-0.5, 0.5, dof)
+        full = np.array(law.compute(q, np.zeros(dof), 1.0))
+        assert any(law.saturated) and np.all(np.abs(full) <= limit)
+        assert all(x == 0.0 for x in law.compute(q, np.zeros(dof), 0.0))
+        assert np.allclose(law.compute(q, np.zeros(dof), 0.25), 0.25 * full, rtol=0, atol=1e-15)
 
 
 @pytest.mark.parametrize(

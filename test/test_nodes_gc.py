@@ -1,5 +1,8 @@
 """The gravity_compensation node across processes: one servo_jf per measured_js (same stamp),
-ramp-in, rejected samples, the steady-clock watchdog's fade-out, the hand-over at exit, bad starts."""
+ramp-in, rejected samples, the steady-clock watchdog's fade-out, the hand-over at exit, bad starts
+(against a test harness standing in for a ready arm); then against the simulated arm in the situations
+of a lab: not ready (disabled, not homed, homing), stamp-0 samples mid-run, teleoperation turning the
+dVRK's own compensation on, dVRK 2.3 and 2.4 defaults restored at exit."""
 from __future__ import annotations
 
 import math
@@ -18,6 +21,7 @@ from dvrk_ident_ros.gc.params import GcParameters
 
 ARM = "MTML"
 MEASURED, SERVO_JF, BUILTIN = f"/{ARM}/measured_js", f"/{ARM}/servo_jf", f"/{ARM}/use_gravity_compensation"
+GC_SETPOINT, OPERATING_STATE = f"/{ARM}/gravity_compensation/setpoint_js", f"/{ARM}/operating_state"
 DIAGNOSTICS = "/gravity_compensation/diagnostics"
 NAMES = ["outer_yaw", "shoulder_pitch", "elbow_pitch", "wrist_platform", "wrist_pitch", "wrist_yaw", "wrist_roll"]
 STAMP_BASE = 1000  # s: the test's measured_js stamps start here, far from the node's wall-clock stamps
@@ -67,32 +71,53 @@ def _state(k: int, q, qd):
 
 
 class _Harness:
-    """The test's side: measured_js out; servo_jf, use_gravity_compensation (and diagnostics) in."""
+    """The test's side, standing in for a ready arm: operating_state ENABLED and homed, measured_js out, and
+    (unless ``builtin_on`` is None) gravity_compensation/setpoint_js before every sample, non-zero while the
+    dVRK's own compensation is on (at start ``builtin_on``, then as the last use_gravity_compensation said);
+    servo_jf, use_gravity_compensation (and diagnostics) in."""
 
-    def __init__(self, rclpy_context, name: str, diagnostics: bool = False):
+    def __init__(self, rclpy_context, name: str, diagnostics: bool = False, builtin_on: bool | None = True):
         from sensor_msgs.msg import JointState
         from std_msgs.msg import Bool
 
         from dvrk_ident.msg import GravityCompensationDiagnostics
-        from dvrk_ident_ros.nodes.common import STATE_QOS
+        from dvrk_ident_ros.nodes.common import EVENT_QOS, STATE_QOS, crtk_messages
 
         self.probe = Probe(rclpy_context, name)
+        crtk = crtk_messages()
+        self.operating_state = self.probe.node.create_publisher(crtk.OperatingState, OPERATING_STATE, EVENT_QOS)
+        self.operating_state.publish(crtk.OperatingState(state="ENABLED", is_homed=True, is_busy=False))
         self.measured = self.probe.node.create_publisher(JointState, MEASURED, STATE_QOS)
+        self.initially_on = builtin_on
+        self.gc_setpoint = (self.probe.node.create_publisher(JointState, GC_SETPOINT, STATE_QOS)
+                            if builtin_on is not None else None)
         self.servo_jf = self.probe.collect(JointState, SERVO_JF)
         self.builtin = self.probe.collect(Bool, BUILTIN)
         self.diagnostics = self.probe.collect(GravityCompensationDiagnostics, DIAGNOSTICS) if diagnostics else None
 
     def wait_ready(self, proc) -> None:
         topics = [SERVO_JF, BUILTIN] + ([DIAGNOSTICS] if self.diagnostics is not None else [])
-        assert self.probe.wait_for_graph(proc, publishers=topics, subscribers=[self.measured]), \
+        ours = [self.measured] + ([self.gc_setpoint] if self.gc_setpoint is not None else [])
+        assert self.probe.wait_for_graph(proc, publishers=topics, subscribers=ours), \
             f"the node did not come up:\n{output_of(proc)}"
+
+    def publish(self, msg) -> None:
+        """One sample, after the reading of the dVRK's own compensation with the same stamp."""
+        if self.gc_setpoint is not None:
+            from sensor_msgs.msg import JointState
+
+            on = self.builtin[-1][1].data if self.builtin else self.initially_on
+            reading = JointState(name=NAMES, effort=[0.3 if on else 0.0] * 7)
+            reading.header.stamp = msg.header.stamp
+            self.gc_setpoint.publish(reading)
+        self.measured.publish(msg)
 
     def stream(self, messages, rate: float, on_sent=None) -> list[float]:
         """Publish ``messages`` at ``rate`` Hz, spinning in between; the wall time (time.time()) of each."""
         sent = []
         start = time.monotonic()
         for k, msg in enumerate(messages):
-            self.measured.publish(msg)
+            self.publish(msg)
             sent.append(time.time())
             if on_sent is not None:
                 on_sent(k)
@@ -100,6 +125,21 @@ class _Harness:
             while (remaining := deadline - time.monotonic()) > 0:
                 self.probe.executor.spin_once(timeout_sec=remaining)
         return sent
+
+    def warm_up(self, proc, q, qd, rate: float = 200.0) -> set[int]:
+        """Stream samples stamped before the test's own until the node commands (it takes the dVRK's own
+        compensation over first, and waits up to 0.3 s for readings where there are none); their stamps."""
+        keys: set[int] = set()
+        for k in range(-1000, -1):
+            msg = _state(k, q, qd)
+            keys.add(_stamp_key(msg.header.stamp))
+            self.stream([msg], rate)
+            if self.servo_jf and len(keys) > 5:
+                return keys
+        raise AssertionError(f"the node never commanded:\n{output_of(proc) if proc.poll() is not None else ''}")
+
+    def answers_list(self) -> list:
+        return [m for _, m in self.servo_jf]
 
     def answers(self) -> dict[int, list]:
         """servo_jf messages by stamp (the node stamps each answer with the sample's stamp)."""
@@ -124,7 +164,9 @@ def test_every_sample_is_answered_once_with_its_stamp(ros_env, rclpy_context, tm
     h = _Harness(rclpy_context, "gc_test_answers")
     with running(_gc_node(path, "ramp_in_time:=0.0"), ros_env) as proc:
         h.wait_ready(proc)
+        h.probe.spin_for(0.2)
         assert not h.builtin, "use_gravity_compensation was sent before any state arrived"
+        warm_up = h.warm_up(proc, q[0], qd[0])
         h.stream([_state(k, q[k], qd[k]) for k in range(count)], rate=300.0)
         assert h.probe.spin_until(lambda: len(set(h.answers()) & set(expected)) == count, 10.0, proc), \
             f"{len(set(h.answers()) & set(expected))} of {count} samples answered"
@@ -142,9 +184,9 @@ def test_every_sample_is_answered_once_with_its_stamp(ros_env, rclpy_context, tm
     assert clamped.any() and not clamped.all(), "the test's parameters should make some (not all) torques clamp"
     # the answers stamped with the node's own clock (watchdog fade-out after a hiccup of this process) aside,
     # nothing else was sent
-    assert all(key >= 10**18 for key in set(answers) - set(expected)), "servo_jf with a stamp nobody sent"
+    assert all(key >= 10**18 for key in set(answers) - set(expected) - warm_up), "servo_jf with a stamp nobody sent"
     assert h.builtin and h.builtin[0][1].data is False, [m.data for _, m in h.builtin]
-    first_answer = min(t for t, m in h.servo_jf if _stamp_key(m.header.stamp) in expected)
+    first_answer = min(t for t, _ in h.servo_jf)
     assert h.builtin[0][0] <= first_answer + 0.5, "use_gravity_compensation false came late"
 
 
@@ -155,35 +197,44 @@ def test_ramp_in(ros_env, rclpy_context, tmp_path):
     full = np.array(CompensationLaw(params).compute(q, qd, 1.0))
     assert np.all(np.abs(full) < 1.0) and np.max(np.abs(full)) > 0.1  # unclamped, large enough to see
     count = 300  # 1.5 s of stamps at 5 ms: the 1 s ramp and then full compensation
-    h = _Harness(rclpy_context, "gc_test_ramp", diagnostics=True)
+    # the dVRK's own compensation off (2.3): the node commands from the first sample after a reading of it
+    h = _Harness(rclpy_context, "gc_test_ramp", diagnostics=True, builtin_on=False)
     with running(_gc_node(path, "ramp_in_time:=1.0"), ros_env) as proc:
         h.wait_ready(proc)
         h.stream([_state(k, q, qd) for k in range(count)], rate=200.0)
         keys = {_stamp_key(_stamp(k)) for k in range(count)}
 
         def complete() -> bool:
-            return keys <= set(h.answers()) and keys <= {_stamp_key(d.header.stamp) for _, d in h.diagnostics}
+            answered = keys & set(h.answers())
+            return (len(answered) >= count - 3 and _stamp_key(_stamp(count - 1)) in answered
+                    and answered <= {_stamp_key(d.header.stamp) for _, d in h.diagnostics})
 
         assert h.probe.spin_until(complete, 10.0, proc), output_of(proc)
     answers = h.answers()
     diagnostics = {_stamp_key(d.header.stamp): d for _, d in h.diagnostics}
     h.close()
-    scales = np.array([diagnostics[_stamp_key(_stamp(k))].ramp_scale for k in range(count)])
-    states = [diagnostics[_stamp_key(_stamp(k))].state for k in range(count)]
-    efforts = np.array([answers[_stamp_key(_stamp(k))][0].effort for k in range(count)])
-    assert scales[0] < 0.02 and states[0] == RAMP_IN
+    first = min(k for k in range(count) if _stamp_key(_stamp(k)) in answers)
+    assert first <= 3, f"the first {first} samples were not answered"
+    ks = range(first, count)
+    assert all(_stamp_key(_stamp(k)) in answers for k in ks), "a sample after the first answer was not answered"
+    scales = np.array([diagnostics[_stamp_key(_stamp(k))].ramp_scale for k in ks])
+    states = [diagnostics[_stamp_key(_stamp(k))].state for k in ks]
+    efforts = np.array([answers[_stamp_key(_stamp(k))][0].effort for k in ks])
+    assert scales[0] == 0.0 and states[0] == RAMP_IN
     assert scales[-1] == 1.0 and states[-1] == ACTIVE
     # rising with the stamps (1 s of stamps = 200 samples); a dip after a scheduling hiccup of this
     # process (watchdog fade-out for a few ms, then the ramp continues) stays small
     assert np.all(np.diff(scales) > -0.05), np.diff(scales).min()
-    nominal = np.minimum(1.0, np.arange(count) * STAMP_STEP * 1e-9 / 1.0)
+    nominal = np.minimum(1.0, np.arange(len(ks)) * STAMP_STEP * 1e-9 / 1.0)
     assert np.max(np.abs(scales - nominal)) < 0.1
     first_active = states.index(ACTIVE)
     assert set(states[:first_active]) == {RAMP_IN} and 180 <= first_active <= 230, first_active
     # the torques are the full torques times the scale
     assert np.allclose(efforts, scales[:, None] * full, atol=1e-9)
+    assert np.all(efforts[0] == 0.0), "the ramp does not start from exactly 0 N m"
     assert np.all(np.abs(efforts[:20]) <= 0.1 * np.abs(full) + 1e-12), "early torques not a small fraction"
     assert np.allclose(efforts[-1], full, atol=1e-12)
+    assert [m.data for _, m in h.builtin] == [False], "the dVRK's own compensation is turned off once"
     d = diagnostics[_stamp_key(_stamp(count - 1))]
     assert (d.model_kind, d.parameter_source) == ("mlse", path)
     assert np.allclose(d.total_torque, full) and not any(d.saturated) and d.compute_time < 0.01
@@ -204,6 +255,7 @@ def test_bad_samples_are_rejected_and_the_node_lives_on(ros_env, rclpy_context, 
     h = _Harness(rclpy_context, "gc_test_faults")
     with running(_gc_node(path, "ramp_in_time:=0.0"), ros_env) as proc:
         h.wait_ready(proc)
+        warm_up = h.warm_up(proc, q, qd)
         h.stream([_state(k, q, qd) for k in range(count)], rate=200.0,
                  on_sent=lambda k: h.measured.publish(faulty[k]) if k in faulty else None)
         valid = {_stamp_key(_stamp(k)) for k in range(count)}
@@ -218,7 +270,8 @@ def test_bad_samples_are_rejected_and_the_node_lives_on(ros_env, rclpy_context, 
     assert all(len(answers[key]) == 1 for key in valid)
     for reason in ("position[0] is nan", "6 positions, expected 7", "8 velocities, expected 7"):
         assert "measured_js rejected" in out and reason in out, f"no warning about {reason!r}:\n{out}"
-    assert f"answered {count} samples, rejected 3" in out, out
+    answered = count + len(warm_up & set(answers))
+    assert f"answered {answered} samples, rejected 3, invalid (stamp 0) 0" in out, out
     assert proc.returncode == 0, out
 
 
@@ -288,6 +341,40 @@ def test_diagnostics_report_the_fade_out(ros_env, rclpy_context, tmp_path):
     assert FADING_OUT in states and states[-1] == STOPPED, sorted(set(states))
 
 
+@pytest.mark.ros
+def test_stamp_0_samples_stop_the_node_at_once_and_it_resumes(ros_env, rclpy_context, tmp_path):
+    """The stamps alone (as where crtk_msgs is absent: the operating state here stays ENABLED and homed):
+    stamp-0 samples (zeros, as the bridge sends them) are never answered and never re-arm the watchdog; the
+    first one stops the node at once with no further command (a not-ready arm ignores effort commands, a
+    homing one faults on them), the flag goes back as found (off); valid samples again: compensation again."""
+    path, _ = _gc_file(tmp_path)
+    q, qd = np.array([0.1, 0.3, -0.2, 0.4, -0.3, 0.2, 0.0]), np.zeros(7)
+    invalid = _state(0, np.zeros(7), np.zeros(7))
+    invalid.header.stamp.sec, invalid.header.stamp.nanosec = 0, 0
+    h = _Harness(rclpy_context, "gc_test_stamp_0", builtin_on=False)
+    with running(_gc_node(path, "ramp_in_time:=0.0", "fade_out_time:=0.2"), ros_env) as proc:
+        h.wait_ready(proc)
+        h.warm_up(proc, q, qd)
+        h.stream([_state(k, q, qd) for k in range(100)], rate=200.0)
+        stamp_0_from = time.monotonic()
+        h.stream([invalid] * 100, rate=200.0)
+        valid_again = time.monotonic()
+        h.stream([_state(k, q, qd) for k in range(200, 300)], rate=200.0)
+        h.probe.spin_for(0.2)
+    out = output_of(proc)
+    h.close()
+    assert all(stamp_valid(m.header.stamp) for _, m in h.servo_jf), "a command answered a stamp-0 sample"
+    ours = {_stamp_key(_stamp(k)) for k in range(300)}
+    during = [m for at, m in h.servo_jf if stamp_0_from < at < valid_again]
+    own = [m for m in during if _stamp_key(m.header.stamp) not in ours]
+    assert not own, f"{len(own)} commands of the node's own (a fade) to an arm whose data is invalid"
+    assert len(during) <= 2, "answers while the samples had stamp 0 (at most the last valid ones in flight)"
+    assert [m.data for _, m in h.builtin][:2] == [False, False], "the flag not handed back as found (off)"
+    answered_again = {_stamp_key(m.header.stamp) for m in h.answers_list() if _stamp_key(m.header.stamp) in ours}
+    assert {_stamp_key(_stamp(k)) for k in range(260, 300)} <= answered_again, "no compensation after"
+    assert "has stamp 0" in out and "stopped at once" in out and "invalid (stamp 0) 100" in out, out
+
+
 def _interrupted(ros_env, rclpy_context, tmp_path, name: str, signal_at: int | None, count: int):
     """Stream ``count`` samples at 200 Hz, SIGINT the node after sample ``signal_at`` (None: once all are
     answered); check the hand-over and return the process and its output."""
@@ -299,8 +386,8 @@ def _interrupted(ros_env, rclpy_context, tmp_path, name: str, signal_at: int | N
         h.stream([_state(k, q, qd) for k in range(count)], rate=200.0,
                  on_sent=lambda k: proc.send_signal(signal.SIGINT) if k == signal_at else None)
         if signal_at is None:  # every sample answered, then SIGINT: the node is fading out when it is told to stop
-            keys = {_stamp_key(_stamp(k)) for k in range(count)}
-            assert h.probe.spin_until(lambda: keys <= set(h.answers()), 5.0, proc), output_of(proc)
+            last = _stamp_key(_stamp(count - 1))  # (the first few wait for the dVRK's own compensation to go off)
+            assert h.probe.spin_until(lambda: last in h.answers(), 5.0, proc), output_of(proc)
             proc.send_signal(signal.SIGINT)
         assert h.probe.spin_until(lambda: proc.poll() is not None, 10.0), "the node did not exit on SIGINT"
         h.probe.spin_for(0.3)
@@ -360,11 +447,14 @@ def test_no_command_until_the_builtin_compensation_can_be_turned_off(ros_env, rc
     from sensor_msgs.msg import JointState
     from std_msgs.msg import Bool
 
-    from dvrk_ident_ros.nodes.common import STATE_QOS
+    from dvrk_ident_ros.nodes.common import EVENT_QOS, STATE_QOS, crtk_messages
 
     path, _ = _gc_file(tmp_path)
     q, qd = np.array([0.1, 0.3, -0.2, 0.4, -0.3, 0.2, 0.0]), np.zeros(7)
     probe = Probe(rclpy_context, "gc_test_no_builtin_subscriber")
+    crtk = crtk_messages()
+    operating_state = probe.node.create_publisher(crtk.OperatingState, OPERATING_STATE, EVENT_QOS)
+    operating_state.publish(crtk.OperatingState(state="ENABLED", is_homed=True, is_busy=False))
     measured = probe.node.create_publisher(JointState, MEASURED, STATE_QOS)
     servo_jf = probe.collect(JointState, SERVO_JF)
     with running(_gc_node(path, "ramp_in_time:=0.0"), ros_env) as proc:
@@ -387,4 +477,263 @@ def test_no_command_until_the_builtin_compensation_can_be_turned_off(ros_env, rc
         assert builtin and builtin[0][1].data is False and abs(builtin[0][0] - servo_jf[0][0]) < 0.5, builtin
     out = output_of(proc)
     probe.close()
-    assert "nothing subscribes /MTML/use_gravity_compensation: not commanding" in out, out
+    assert out.count("nothing subscribes /MTML/use_gravity_compensation") == 1, out  # said once
+
+
+# -- against the simulated arm: the situations of a lab ------------------------------------------------------
+
+NOT_READY_WARNING = "arm not ready"  # the simulated arm's warning for a command it does not obey
+
+
+def _sim_gc_file(tmp_path) -> str:
+    """A gc file for the simulated MTML: its true gravity (the 40-parameter model's gravity part)."""
+    from dvrk_ident_ros.gc.derivation import gc_gravity_from_standard
+    from dvrk_ident_ros.sim.config import load_sim_config
+
+    config = load_sim_config("mtm")
+    gravity, _ = gc_gravity_from_standard(config.model, config.delta)
+    theta = np.concatenate([gravity, np.zeros(30)])
+    return str(GcParameters(ARM, "sim", theta, theta, np.full(7, 1.5), np.full(7, -1.5)).save(
+        tmp_path / f"gc-{ARM}-sim.json"))
+
+
+def _sim(initial_state: str, dvrk_version: str = "2.4", homing_time: float = 1.0) -> list[str]:
+    """The simulated MTML in wall-clock time, 100 Hz as the bridge's default."""
+    return [sys.executable, "-m", "dvrk_ident_ros.nodes.simulated_arm", "--ros-args", "-p", f"arm:={ARM}",
+            "-p", "noise:=false", "-p", f"initial_state:={initial_state}", "-p", f"dvrk_version:={dvrk_version}",
+            "-p", f"homing_time:={homing_time}"]
+
+
+class _Lab:
+    """The test's side of a lab: what reaches the arm (servo_jf, use_gravity_compensation), the arm's
+    operating state and the readings of its own compensation; the console (state_command), teleoperation
+    (/console/teleop/enable) and a person turning the dVRK's own compensation off."""
+
+    def __init__(self, rclpy_context, name: str):
+        from crtk_msgs.msg import OperatingState, StringStamped
+        from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+        from sensor_msgs.msg import JointState
+        from std_msgs.msg import Bool
+
+        self.probe = Probe(rclpy_context, name)
+        node = self.probe.node
+        self.servo_jf = self.probe.collect(JointState, SERVO_JF)
+        self.builtin = self.probe.collect(Bool, BUILTIN)
+        self.readings = self.probe.collect(JointState, GC_SETPOINT)
+        self.measured = self.probe.collect(JointState, MEASURED)
+        events = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=100, reliability=ReliabilityPolicy.RELIABLE,
+                            durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        self.states = self.probe.collect(OperatingState, OPERATING_STATE, events)
+        self._command = node.create_publisher(StringStamped, f"/{ARM}/state_command", 10)
+        self._teleop = node.create_publisher(Bool, "/console/teleop/enable", 10)
+        self._builtin = node.create_publisher(Bool, BUILTIN, 10)
+        self._string_stamped, self._bool = StringStamped, Bool
+        self.ours = 0  # use_gravity_compensation messages this test sent itself (they arrive here too)
+
+    def wait_up(self, sim, gc) -> None:
+        assert self.probe.wait_for_graph(sim, publishers=[MEASURED, GC_SETPOINT, OPERATING_STATE],
+                                         subscribers=[self._command, self._teleop, self._builtin]), output_of(sim)
+        assert self.probe.wait_for_graph(gc, publishers=[SERVO_JF, BUILTIN]), output_of(gc)
+        assert self.probe.spin_until(lambda: self.measured and self.readings, 10.0, sim), output_of(sim)
+
+    def send(self, command: str) -> None:
+        self._command.publish(self._string_stamped(string=command))
+
+    def teleop(self, enable: bool) -> None:
+        self._teleop.publish(self._bool(data=enable))
+
+    def builtin_off(self) -> None:
+        self.ours += 1
+        self._builtin.publish(self._bool(data=False))
+
+    def status(self) -> tuple[str, bool, bool]:
+        s = self.states[-1][1]
+        return s.state, s.is_homed, s.is_busy
+
+    def wait_status(self, status: tuple[str, bool, bool], timeout: float = 10.0) -> None:
+        assert self.probe.spin_until(lambda: self.states and self.status() == status, timeout), \
+            (status, [(s.state, s.is_homed, s.is_busy) for _, s in self.states])
+
+    def answered_since(self, t: float) -> list:
+        """servo_jf received after ``t`` (time.monotonic())."""
+        return [m for at, m in self.servo_jf if at > t]
+
+    def builtin_on(self) -> bool:
+        """The arm's own compensation on (its latest reading with a non-zero effort)."""
+        return any(self.readings[-1][1].effort)
+
+    def faults(self) -> list:
+        return [s for _, s in self.states if s.state == "FAULT"]
+
+    def close(self) -> None:
+        self.probe.close()
+
+
+def _lab_gc_node(parameter_file: str, *params: str) -> list[str]:
+    """The node for the lab tests: a watchdog of 20 periods (200 ms) so that a hiccup of this loaded machine is
+    no fade-out of its own (the watchdog has tests of its own above)."""
+    return _gc_node(parameter_file, "stale_periods:=20.0", *params)
+
+
+def _lines_with(out: str, text: str) -> list[str]:
+    return [line for line in out.splitlines() if text in line]
+
+
+@pytest.mark.slow
+@pytest.mark.ros
+def test_nothing_reaches_an_arm_until_it_is_ready_then_compensation_and_2_4_hand_over(ros_env, rclpy_context,
+                                                                                       tmp_path):
+    """(a) DISABLED, (b) ENABLED not homed, (c) homing (ENABLED and busy), as a lab goes through them: no
+    servo_jf and no use_gravity_compensation reach the arm, one log line each says why; once homed the node
+    turns the dVRK's own compensation off and compensates; at exit it is back on (dVRK 2.4 found it on)."""
+    path = _sim_gc_file(tmp_path)
+    lab = _Lab(rclpy_context, "gc_test_lab_not_ready")
+    with running(_sim("DISABLED", "2.4", homing_time=1.5), ros_env) as sim, \
+            running(_lab_gc_node(path, "ramp_in_time:=0.5"), ros_env) as gc:
+        lab.wait_up(sim, gc)
+        lab.wait_status(("DISABLED", False, False))
+        lab.probe.spin_for(1.0)  # (a): 100 stamp-0 samples
+        assert not lab.servo_jf and not lab.builtin, "commands to a DISABLED arm"
+        lab.send("enable")
+        lab.wait_status(("ENABLED", False, False))
+        lab.probe.spin_for(1.0)  # (b)
+        assert not lab.servo_jf and not lab.builtin, "commands to an arm that is not homed"
+        lab.send("home")
+        lab.wait_status(("ENABLED", False, True))
+        homing = time.monotonic()
+        lab.wait_status(("ENABLED", True, False))  # (c): homing for 1.5 s, with valid samples
+        assert time.monotonic() - homing > 1.0
+        assert not lab.servo_jf and not lab.builtin, "commands while the arm homed (an effort command faults it)"
+        ready = time.monotonic()
+        assert lab.probe.spin_until(lambda: len(lab.servo_jf) > 150, 8.0, gc), output_of(gc)
+        assert lab.builtin and lab.builtin[0][1].data is False and lab.builtin[0][0] <= lab.servo_jf[0][0] + 0.05
+        assert lab.servo_jf[0][0] - ready < 2.0, "the node did not carry on once the arm was ready"
+        assert not lab.builtin_on(), "the dVRK's own compensation is still on while the node commands"
+        efforts = np.array([m.effort for _, m in lab.servo_jf])
+        assert np.all(efforts[0] == 0.0) and np.max(np.abs(efforts[-1])) > 0.1  # ramped in from exactly 0
+        assert all(stamp_valid(m.header.stamp) for _, m in lab.servo_jf)
+        gc.send_signal(signal.SIGINT)
+        assert lab.probe.spin_until(lambda: gc.poll() is not None, 10.0), "the node did not exit"
+        lab.probe.spin_for(0.3)
+        assert lab.builtin_on(), "dVRK 2.4: the node found its own compensation on and did not put it back on"
+        assert not lab.faults(), "the arm faulted"
+    gc_out, sim_out = output_of(gc), output_of(sim)
+    lab_builtin = [m.data for _, m in lab.builtin]
+    lab.close()
+    assert lab_builtin == [False, True], lab_builtin
+    for reason in ("MTML is DISABLED: power on and home it from the console",
+                   "MTML is ENABLED but not homed: home it from the console",
+                   "MTML is homing: wait until it is homed"):
+        assert len(_lines_with(gc_out, reason)) == 1, f"{reason!r} not said once:\n{gc_out}"
+    assert len(_lines_with(gc_out, "not commanding")) <= 4, gc_out  # (+ "no operating_state yet" at most)
+    assert _lines_with(gc_out, "compensating MTML: ramp-in") and "was on before" in gc_out, gc_out
+    assert "back on as found" in gc_out, gc_out
+    assert not _lines_with(sim_out, NOT_READY_WARNING), sim_out
+
+
+def stamp_valid(stamp) -> bool:
+    return stamp.sec != 0 or stamp.nanosec != 0
+
+
+@pytest.mark.slow
+@pytest.mark.ros
+def test_stamp_0_mid_run_stops_at_once_resumes_when_ready_and_2_3_hand_over(ros_env, rclpy_context, tmp_path):
+    """(d) The arm disabled in the middle of compensation: stamp-0 samples; the node stops at once with no
+    further command (a not-ready arm ignores effort commands), nothing is commanded from a stamp-0 sample;
+    homed again, the node ramps in from 0 again. dVRK 2.3 (its own compensation off at start): handed back
+    off, at the stop and at exit."""
+    path = _sim_gc_file(tmp_path)
+    fade_out_time = 0.3
+    lab = _Lab(rclpy_context, "gc_test_lab_stamp_0")
+    with running(_sim("HOMED", "2.3", homing_time=1.0), ros_env) as sim, \
+            running(_lab_gc_node(path, "ramp_in_time:=0.3", f"fade_out_time:={fade_out_time}"), ros_env) as gc:
+        lab.wait_up(sim, gc)
+        assert not lab.builtin_on(), "dVRK 2.3 starts with its own compensation off"
+        assert lab.probe.spin_until(lambda: len(lab.servo_jf) > 60, 8.0, gc), output_of(gc)
+        lab.send("disable")
+        disabled = time.monotonic()
+        lab.wait_status(("DISABLED", False, False))
+        assert lab.probe.spin_until(lambda: [m.data for _, m in lab.builtin] == [False, False], 3.0, gc), \
+            output_of(gc)  # the stop: the hand-over
+        lab.probe.spin_for(0.2)
+        after = lab.answered_since(disabled)
+        valid_stamps = {_stamp_key(m.header.stamp) for _, m in lab.measured if stamp_valid(m.header.stamp)}
+        own = [m for m in after if _stamp_key(m.header.stamp) not in valid_stamps]  # the node's own stamps
+        assert not own, f"{len(own)} commands of the node's own (a fade) to a DISABLED arm"
+        assert all(stamp_valid(m.header.stamp) for _, m in lab.servo_jf), "a command stamped 0: from a stamp-0 sample"
+        assert len(after) <= 3, "commands after the disable (at most answers to valid samples in flight)"
+        assert [m.data for _, m in lab.builtin] == [False, False], "2.3: handed back off"
+        stopped = len(lab.servo_jf)
+        lab.probe.spin_for(0.3)
+        assert len(lab.servo_jf) == stopped, "servo_jf while the arm is DISABLED"
+        lab.send("home")  # enables first, then homes
+        lab.wait_status(("ENABLED", True, False))
+        ready = time.monotonic()
+        assert len(lab.servo_jf) == stopped, "servo_jf before the arm was ready again"
+        assert lab.probe.spin_until(lambda: len(lab.answered_since(ready)) > 50, 5.0, gc), output_of(gc)
+        again = lab.answered_since(ready)
+        assert list(again[0].effort) == [0.0] * 7 and np.abs(again[-1].effort).sum() > 0.05  # ramped in again
+        gc.send_signal(signal.SIGINT)
+        assert lab.probe.spin_until(lambda: gc.poll() is not None, 10.0), "the node did not exit"
+        lab.probe.spin_for(0.3)
+        assert not lab.builtin_on(), "dVRK 2.3: the node turned the arm's own compensation on"
+        assert not lab.faults(), "the arm faulted"
+    gc_out = output_of(gc)
+    builtin = [m.data for _, m in lab.builtin]
+    samples = {_stamp_key(m.header.stamp) for _, m in lab.measured}
+    lab.close()
+    assert all(_stamp_key(m.header.stamp) in samples for m in again), "resumed commands not answering the samples"
+    assert builtin == [False, False, False, False], builtin  # off, back off (stop), off (again), back off (exit)
+    assert len(_lines_with(gc_out, "stopped at once without another command")) == 1, gc_out
+    assert len(_lines_with(gc_out, "MTML is DISABLED: power on and home it from the console")) <= 2, gc_out
+    assert len(_lines_with(gc_out, "compensating MTML: ramp-in")) == 2, gc_out
+    assert "back off as found" in gc_out and "was off before" in gc_out, gc_out
+
+
+@pytest.mark.slow
+@pytest.mark.ros
+def test_teleoperation_turning_the_builtin_compensation_on_stops_the_node(ros_env, rclpy_context, tmp_path):
+    """(e) Teleoperation enables (/console/teleop/enable true) in the middle of compensation and turns the
+    dVRK's own compensation back on: within a few samples the node sends one zero command and no more, says
+    so once, does not turn the compensation off again (no fight), and leaves it alone at exit while it is
+    someone else's. Turned off again (a person, the console), the node ramps in again; at exit it is back
+    on, as the node found it (dVRK 2.4)."""
+    path = _sim_gc_file(tmp_path)
+    lab = _Lab(rclpy_context, "gc_test_lab_teleop")
+    with running(_sim("HOMED", "2.4"), ros_env) as sim, \
+            running(_lab_gc_node(path, "ramp_in_time:=0.3"), ros_env) as gc:
+        lab.wait_up(sim, gc)
+        assert lab.probe.spin_until(lambda: len(lab.servo_jf) > 60, 8.0, gc), output_of(gc)
+        assert [m.data for _, m in lab.builtin] == [False] and not lab.builtin_on()
+        lab.teleop(True)
+        teleop = time.monotonic()
+        assert lab.probe.spin_until(lab.builtin_on, 2.0), "the simulated teleoperation did not turn it on"
+        turned_on = next(at for at, m in lab.readings if at > teleop and any(m.effort))
+        lab.probe.spin_for(1.0)
+        after = lab.answered_since(turned_on)
+        assert after and list(after[-1].effort) == [0.0] * 7, "the node did not end with a zero command"
+        stop_at = next(at for at, m in lab.servo_jf if m is after[-1])
+        print(f"\nteleoperation: {len(after)} commands after the first reading of the arm's own compensation on "
+              f"reached the test, the zero one {1e3 * (stop_at - turned_on):.0f} ms after it")
+        assert len(after) <= 6, f"{len(after)} commands after the arm's own compensation came on"
+        assert not lab.answered_since(turned_on + 0.3), "commands more than 0.3 s after it came on"
+        assert [m.data for _, m in lab.builtin] == [False], "the node fought teleoperation"
+        assert lab.builtin_on()
+        lab.builtin_off()  # someone turns it off again: the node takes over again
+        off = time.monotonic()
+        assert lab.probe.spin_until(lambda: len(lab.answered_since(off)) > 40, 5.0, gc), output_of(gc)
+        again = lab.answered_since(off)
+        assert list(again[0].effort) == [0.0] * 7 and np.abs(again[-1].effort).sum() > 0.05  # ramped in again
+        gc.send_signal(signal.SIGINT)
+        assert lab.probe.spin_until(lambda: gc.poll() is not None, 10.0), "the node did not exit"
+        lab.probe.spin_for(0.3)
+        assert lab.builtin_on(), "dVRK 2.4: not back on at exit"
+        assert not lab.faults(), "the arm faulted"
+    gc_out = output_of(gc)
+    builtin = [m.data for _, m in lab.builtin]
+    lab.close()
+    # the node's: off at the take-over, (the test's off), off at the second take-over, on at exit
+    assert builtin == [False, False, False, True], builtin
+    assert len(_lines_with(gc_out, "was turned on by someone else")) == 1, gc_out
+    assert len(_lines_with(gc_out, "compensating MTML: ramp-in")) == 2 and "was on before" in gc_out, gc_out
+    assert "back on as found" in gc_out, gc_out

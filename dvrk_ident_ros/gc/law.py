@@ -1,12 +1,26 @@
 """The gravity-compensation law (Lin 2019 eqs. 25-31, as the blend of reference/gc-json.md).
 
     tau_pos = R(q) theta_pos,  tau_neg = R(q) theta_neg
-    alpha_i = 0.5 + 0.5 r_i clip((|qdot_i| - db_i) / (sat_i - db_i), 0, 1) sgn(qdot_i)
-    tau = alpha tau_pos + (1 - alpha) tau_neg, clipped to [lower, upper]
+    tau = clip(alpha tau_pos + (1 - alpha) tau_neg, lower, upper) * scale
 
-with the signed velocity (|qdot| would keep alpha >= 0.5, a known bug). One
-pure function of (q, qdot) used by the node and the simulator; the hot path
-creates no arrays: it writes into lists allocated once.
+with the blend weight alpha of the file's version, as the dVRK console
+(robGravityCompensationMTM) computes it:
+
+- version 2: alpha_i = 0.5 + 0.5 r_i clip((|qdot_i| - db_i) / (sat_i - db_i), 0, 1) sgn(qdot_i)
+  (dead band, saturation, ratio), with the signed velocity (|qdot| would keep
+  alpha >= 0.5, a known bug);
+- version 1: beta_i = 0.5 + 0.5 sin(pi qdot_i / (2 A_i)) for |qdot_i| < A_i,
+  1 beyond +A_i and 0 beyond -A_i (A = ``beta_vel_amplitude``): no dead band, no
+  ratio, the whole range from one direction's torques to the other's. (The
+  console's code at jhu-dvrk/sawIntuitiveResearchKit af18bd7 saturates only
+  below -A: a missing ``else`` lets the sine run on above +A. The two agree for
+  |qdot_i| <= A_i, the whole range of a hand-guided MTM with the shipped
+  amplitudes of 2 to 10 rad/s; beyond +A this law keeps the evident intent.)
+
+The clamp comes before the scale (ramp-in, fade-out): at scale 0 every torque
+is exactly 0 N m, even where a file's lower limit is positive (MTM joints 2
+and 3). One pure function of (q, qdot) used by the node and the simulator; the
+hot path creates no arrays: it writes into lists allocated once.
 """
 from __future__ import annotations
 
@@ -35,6 +49,11 @@ class CompensationLaw:
         self._upper = [float(x) for x in params.upper_limit]
         self._lower = [float(x) for x in params.lower_limit]
         self._g = params.g_constant
+        amplitude = params.beta_amplitude
+        self._sine = amplitude is not None  # version 1: the sine blend of the velocity
+        self._half_pi_over_amplitude = ([0.5 * math.pi / float(a) for a in amplitude] if self._sine
+                                        else [0.0] * JOINTS)
+        self._amplitude = [float(a) for a in amplitude] if self._sine else [0.0] * JOINTS
         self.gravity = [0.0] * JOINTS
         self._gravity_neg = [0.0] * JOINTS
         self.disturbance = [0.0] * JOINTS
@@ -50,8 +69,9 @@ class CompensationLaw:
     def compute(self, q, qdot, scale: float = 1.0) -> list[float]:
         """Torques (N m, dVRK joint space) for positions q and velocities qdot (7 each).
 
-        ``scale`` (0..1) multiplies the output (ramp-in, fade-out) before the clamp.
-        Returns ``self.total`` (the same list every call).
+        ``scale`` (0..1, ramp-in and fade-out) multiplies the clamped torques: 0 gives exactly 0 N m.
+        ``self.saturated`` says which joints the clamp changed. Returns ``self.total`` (the same list
+        every call).
         """
         gravity_torques(q, self._pos, self.gravity, self._g)
         if not self._shared_gravity:
@@ -68,22 +88,25 @@ class CompensationLaw:
             else:
                 pos = neg = 0.0
             v = qdot[i]
-            speed = abs(v)
-            if speed <= self._db[i]:
+            if self._sine:
+                amplitude = self._amplitude[i]
+                a = (1.0 if v >= amplitude else 0.0 if v <= -amplitude
+                     else 0.5 + 0.5 * math.sin(v * self._half_pi_over_amplitude[i]))
+            elif abs(v) <= self._db[i]:
                 a = 0.5
             else:
-                frac = (speed - self._db[i]) / self._span[i]
+                frac = (abs(v) - self._db[i]) / self._span[i]
                 a = 0.5 + math.copysign(0.5 * self._ratio[i] * (frac if frac < 1.0 else 1.0), v)
             g_pos = self.gravity[i]
             g_neg = g_pos if self._shared_gravity else self._gravity_neg[i]
             grav = a * g_pos + (1.0 - a) * g_neg
             dist = a * pos + (1.0 - a) * neg
-            tau = scale * (grav + dist)
+            tau = grav + dist
             hi, lo = self._upper[i], self._lower[i]
             clipped = hi if tau > hi else lo if tau < lo else tau
             self.alpha[i] = a
             self.disturbance[i] = dist
             self.gravity[i] = grav
             self.saturated[i] = clipped != tau
-            self.total[i] = clipped
+            self.total[i] = scale * clipped
         return self.total

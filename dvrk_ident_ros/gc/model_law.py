@@ -39,7 +39,8 @@ class ModelCompensation:
         self._limit = factor * self._limit
 
     def compute(self, q, qdot, scale: float = 1.0) -> list[float]:
-        """Torques (N m, dVRK joint space) for the positions q (qdot unused: no friction term)."""
+        """Torques (N m, dVRK joint space) for the positions q (qdot unused: no friction term), clamped to the
+        limits, then times ``scale`` (ramp-in, fade-out): 0 gives exactly 0 N m."""
         q_motor = self._A_inv @ np.asarray(q, dtype=float)
         if self._compiled is not None:
             g = self._compiled.gravity(q_motor) @ self.delta
@@ -48,12 +49,12 @@ class ModelCompensation:
         known = self.model.known_torques(q_motor[None])[0] if self._known else 0.0 * g
         g_d = g @ self._A_inv
         k_d = known @ self._A_inv
-        tau = scale * (g_d + k_d)
+        tau = g_d + k_d
         clipped = np.clip(tau, -self._limit, self._limit)
         self.gravity[:] = g_d.tolist()
         self.disturbance[:] = k_d.tolist()
         self.saturated[:] = (clipped != tau).tolist()
-        self.total[:] = clipped.tolist()
+        self.total[:] = (scale * clipped).tolist()
         return self.total
 
 

@@ -1,5 +1,12 @@
 """gc JSON files (reference/gc-json.md): write version 2.0 exactly as the dVRK console
-reads it; read 2.0 and 1.0 (whose controller had one ``beta_vel_amplitude`` vector)."""
+reads it; read 2.0 and 1.0.
+
+A version 1.0 controller has one ``beta_vel_amplitude`` vector (rad/s) instead of
+the dead band, saturation and ratio vectors: the two directions are blended with
+a sine of the velocity (:mod:`dvrk_ident_ros.gc.law`), as the console does. Such
+parameters keep ``beta_amplitude`` and are written back as version 1.0, so a file
+read and saved again compensates as before. The version is read as the console
+reads it: the integer part of the number ("1.0", "1" and "1.5" are version 1)."""
 from __future__ import annotations
 
 import json
@@ -30,6 +37,7 @@ class GcParameters:
     deadband: np.ndarray = field(default_factory=lambda: np.array(DEFAULT_DEADBAND))
     saturation: np.ndarray = field(default_factory=lambda: np.array(DEFAULT_SATURATION))
     ratio: np.ndarray = field(default_factory=lambda: np.array(DEFAULT_RATIO))
+    beta_amplitude: np.ndarray | None = None  # rad/s, version 1.0 only: the sine blend's amplitude
     fit_methods: dict[int, str] = field(default_factory=lambda: {i: "4POL" for i in range(1, 7)} | {2: "1POL"})
     init_pos_deg: list[float] = field(default_factory=lambda: [0, 0, 0, 0, 90, 0, 0])
     position_upper_deg: list[float] | None = None
@@ -45,18 +53,21 @@ class GcParameters:
             "gc_dynamic_params_neg": [float(x) for x in self.theta_neg],
             "safe_upper_torque_limit": [float(x) for x in self.upper_limit],
             "safe_lower_torque_limit": [float(x) for x in self.lower_limit],
-            "db_vel_vec": [float(x) for x in self.deadband],
-            "sat_vec_vec": [float(x) for x in self.saturation],
-            "fric_comp_ratio_vec": [float(x) for x in self.ratio],
-            "GC_init_pos": [float(x) for x in self.init_pos_deg],
         }
+        if self.beta_amplitude is not None:  # version 1.0: the sine blend
+            controller["beta_vel_amplitude"] = [float(x) for x in self.beta_amplitude]
+        else:
+            controller["db_vel_vec"] = [float(x) for x in self.deadband]
+            controller["sat_vec_vec"] = [float(x) for x in self.saturation]
+            controller["fric_comp_ratio_vec"] = [float(x) for x in self.ratio]
+        controller["GC_init_pos"] = [float(x) for x in self.init_pos_deg]
         if self.position_upper_deg is not None:
             controller["joint_position_upper_limit"] = [float(x) for x in self.position_upper_deg]
             controller["joint_position_lower_limit"] = [float(x) for x in self.position_lower_deg]
         lse = {"g_constant": self.g_constant, "std_filter": self.std_filter}
         lse.update({f"joint{i}": {"fit_method": self.fit_methods.get(i, "4POL")} for i in range(1, 7)})
         return {"ARM_NAME": self.arm, "SN": self.serial, "date_time": time.strftime("%B-%d-%Y-%H:%M:%S"),
-                "version": "2.0", "lse": lse, "GC_controller": controller}
+                "version": "2.0" if self.beta_amplitude is None else "1.0", "lse": lse, "GC_controller": controller}
 
     def save(self, path: str | Path) -> Path:
         path = Path(path)
@@ -75,9 +86,8 @@ def _vector(controller: dict, key: str, n: int, path: Path) -> np.ndarray:
 
 
 def load_gc(path: str | Path) -> GcParameters:
-    """Read a gc file, version 2.0 or 1.0 (documented handling: a 1.0 file's controller
-    has no dead band / saturation / ratio vectors; the 2.0 defaults are used and
-    ``version`` says "1.0")."""
+    """Read a gc file, version 2.0 or 1.0 (a 1.0 file's ``beta_vel_amplitude`` goes to
+    ``beta_amplitude``; its dead band, saturation and ratio stay at the 2.0 defaults, unused)."""
     path = Path(path)
     raw = read_document(path)
     if not isinstance(raw, dict) or "GC_controller" not in raw:
@@ -87,17 +97,25 @@ def load_gc(path: str | Path) -> GcParameters:
         raise DataError(f"{path}: ARM_NAME {raw.get('ARM_NAME')!r} is not an MTM (MTML or MTMR)")
     c = raw["GC_controller"]
     version = str(raw.get("version", "1.0"))
+    try:
+        major = int(float(version))  # as the console reads it
+    except ValueError:
+        major = 0
     params = GcParameters(
         arm=arm, serial=str(raw.get("SN", "")), theta_pos=_vector(c, "gc_dynamic_params_pos", N_PARAMS, path),
         theta_neg=_vector(c, "gc_dynamic_params_neg", N_PARAMS, path),
         upper_limit=_vector(c, "safe_upper_torque_limit", 7, path),
         lower_limit=_vector(c, "safe_lower_torque_limit", 7, path), version=version, source=str(path),
     )
-    if version.startswith("2"):
+    if major == 2:
         params.deadband = _vector(c, "db_vel_vec", 7, path)
         params.saturation = _vector(c, "sat_vec_vec", 7, path)
         params.ratio = _vector(c, "fric_comp_ratio_vec", 7, path)
-    elif not version.startswith("1"):
+    elif major == 1:
+        params.beta_amplitude = _vector(c, "beta_vel_amplitude", 7, path)
+        if np.any(params.beta_amplitude <= 0):
+            raise DataError(f"{path}: GC_controller.beta_vel_amplitude: expected 7 positive numbers (rad/s)")
+    else:
         raise DataError(f"{path}: unknown gc file version {version!r} (1.0 and 2.0 are known)")
     if "GC_init_pos" in c:
         params.init_pos_deg = list(c["GC_init_pos"])

@@ -1,9 +1,10 @@
-"""When and how much to compensate: ramp-in, watchdog, fade-out (ROS-free).
+"""When and how much to compensate: ramp-in, watchdog, fade-out, and the dVRK's own compensation (ROS-free).
 
 States (GravityCompensationDiagnostics.STATE_*): RAMP_IN (scale rises
 linearly to 1 over ``ramp_in_time`` of state time), ACTIVE, FADING_OUT
-(state went stale: the last torques fade to zero over ``fade_out_time``),
-STOPPED (nothing is commanded). Stale means no state for more than
+(state went stale or the arm stopped being ready: the last torques fade to
+zero over ``fade_out_time``), STOPPED (nothing is commanded; :meth:`stop`
+goes there at once, without a fade). Stale means no state for more than
 ``stale_periods - 1`` nominal periods; checked by a deadline
 (:meth:`CompensationSupervisor.deadline`, ``stale_periods - 1/2`` periods
 after the last sample), the watchdog engages within ``stale_periods`` periods.
@@ -84,10 +85,19 @@ class CompensationSupervisor:
             return False
         return now - self._last_arrival > (self.settings.stale_periods - 1.0) * self.period
 
-    def begin_fade_out(self) -> None:
+    def begin_fade_out(self, stale: bool = True) -> bool:
+        """Fade out from RAMP_IN or ACTIVE (``stale``: because the state went stale, counted). True if it began."""
         if self.state in (RAMP_IN, ACTIVE):
             self.state = FADING_OUT
-            self.stale_events += 1
+            if stale:
+                self.stale_events += 1
+            return True
+        return False
+
+    def stop(self) -> None:
+        """Stop at once: scale 0, STOPPED (the next valid state ramps in from zero)."""
+        self.state = STOPPED
+        self.scale = 0.0
 
     def fade_step(self, dt: float) -> float:
         """Lower the scale by dt / fade_out_time; STOPPED at zero. Returns the scale."""
@@ -96,3 +106,69 @@ class CompensationSupervisor:
         if self.scale == 0.0:
             self.state = STOPPED
         return self.scale
+
+
+class BuiltinCompensation:
+    """The dVRK's own MTM gravity compensation: its state, read from ``gravity_compensation/setpoint_js``
+    (all-zero effort: off), and who owns its flag (``use_gravity_compensation``).
+
+    - :meth:`observe` takes a valid reading (the node passes only those with a valid stamp while the arm is
+      ready; :meth:`forget` when it stops being ready).
+    - :meth:`take_over` before the node's first command: the first one records the state found (``found``;
+      None where it could not be read); the node owns the flag and publishes off.
+    - :meth:`may_command`: while owned, the node commands only once a reading says off (where the arm
+      publishes readings): the arm never gets its gravity twice.
+    - A reading on after one said off while owned means someone else turned the compensation on
+      (teleoperation does when it enables): :meth:`observe` returns True, the node stops commanding and
+      does not fight by turning it off again; ``yielded`` is set and the flag is theirs (the node leaves it
+      alone, at exit too). A reading off clears ``yielded``: the node takes over again and ramps in.
+    - :meth:`hand_over` gives the flag back: the value to publish is the state found before the first take-over
+      (None: publish nothing, when not owned or when that state is unknown, e.g. a PSM, which publishes no
+      readings: the node never assumes it was on). The reading is forgotten, so a new take-over waits for a
+      fresh one.
+    """
+
+    def __init__(self) -> None:
+        self.reading: bool | None = None  # latest valid reading: True on, False off, None unknown
+        self.found: bool | None = None
+        self.owned = False
+        self.seen_off = False  # owned, and a reading said off since the take-over
+        self.yielded = False
+        self._recorded = False
+
+    def forget(self) -> None:
+        """The arm stopped being ready: its next reading is taken once it is ready again."""
+        self.reading = None
+
+    def observe(self, on: bool) -> bool:
+        """A valid reading. True exactly when someone else has just turned the compensation on."""
+        self.reading = on
+        if self.owned:
+            if not on:
+                self.seen_off = True
+            elif self.seen_off:
+                self.owned = self.seen_off = False
+                self.yielded = True
+                return True
+        elif self.yielded and not on:
+            self.yielded = False
+        return False
+
+    def take_over(self) -> None:
+        """Own the flag (the node publishes off next); the first take-over records the state found."""
+        if not self._recorded:
+            self.found, self._recorded = self.reading, True
+        self.owned = True
+        self.seen_off = self.reading is False
+
+    def may_command(self, readable: bool) -> bool:
+        """Owned and, where the arm publishes readings (``readable``), seen off since the take-over."""
+        return self.owned and (self.seen_off or not readable)
+
+    def hand_over(self) -> bool | None:
+        """Give the flag back: the value to publish (the state found), or None to publish nothing."""
+        if not self.owned:
+            return None
+        self.owned = self.seen_off = False
+        self.reading = None
+        return self.found

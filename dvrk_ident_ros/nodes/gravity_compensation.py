@@ -3,18 +3,45 @@
 On each ``/<ARM>/measured_js`` it computes the compensation from that very
 sample (a gc JSON through the MLSE law, or an identified model's gravity,
 springs and cable) and publishes ``/<ARM>/servo_jf`` at once, then the
-diagnostics (``~/diagnostics``). The dVRK's own compensation is turned off
-when compensation starts and back on when it stops or the node exits.
-Safety: NaN / wrong-length samples are rejected (logged, no command), torques
-are clamped, ramp in over ``ramp_in_time``; a steady-clock watchdog fades the
-torques out when the state goes stale and then stops commanding.
+diagnostics (``~/diagnostics``). Safety: NaN / wrong-length samples are
+rejected (logged, no command), torques are clamped, ramp in over
+``ramp_in_time``; a steady-clock watchdog fades the torques out when the state
+goes stale and then stops commanding.
+
+The arm's state (ground truth: ../shared/reference/dvrk-ros2-interface.md,
+"What the real arm does"):
+
+- Nothing is sent (no ``servo_jf``, no ``use_gravity_compensation``) until the
+  arm is ENABLED, homed and not busy (``/<ARM>/operating_state``; where
+  crtk_msgs is absent, the stamps only) and its samples are valid: a sample
+  with ``header.stamp`` 0 is never commanded from and never re-arms the
+  watchdog. What the node waits for is logged once per reason.
+- When the arm stops being ready (operating_state, or a stamp-0 sample) the
+  torques fade to exactly 0 N m, then the flag is handed back; if it became
+  busy (homing: an effort command would fault it) the node stops at once
+  without another command. It ramps in again once the arm is ready.
+- The dVRK's own compensation (``/<ARM>/gravity_compensation/setpoint_js``,
+  all-zero effort: off; :class:`~dvrk_ident_ros.gc.supervisor.BuiltinCompensation`):
+  turned off before the first command, and the node commands only once that
+  topic says it is off; handed back as it was found before the first take-over
+  (2.3: off stays off, 2.4: back on) at the end of a fade and at exit. Someone
+  else turning it on while the node commands (teleoperation does when it
+  enables): the node sends one zero command and stops, says so once, leaves
+  the flag alone (no fight, at exit too), and ramps in again once the topic
+  says it is off again. An arm that publishes no readings (a PSM of older
+  dVRKs): the flag is turned off as before, and never turned on (the node
+  cannot know it was).
 
 The watchdog is a deadline, not a tick: one steady-clock timer that every valid
 sample re-arms (``Timer.reset``, under a microsecond) to
 :meth:`~dvrk_ident_ros.gc.supervisor.CompensationSupervisor.deadline` after it.
 It only fires when the state is late; it then ticks every
 ``fade_out_period`` while fading out, and is cancelled once stopped. A 1 kHz
-watchdog tick in rclpy costs about 13 % of a core on its own.
+watchdog tick in rclpy costs about 13 % of a core on its own. (Created, then
+cancelled at once: ``create_timer(..., autostart=False)`` is Jazzy and later.)
+The checks of the arm's state on the control path are a few attribute reads;
+the readiness, the flag and the subscriber checks run only while not
+commanding.
 """
 from __future__ import annotations
 
@@ -31,16 +58,39 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool
 
 from dvrk_ident.msg import GravityCompensationDiagnostics
+from dvrk_ident_ros.arm_state import OperatingStatus, stamp_is_valid
 from dvrk_ident_ros.errors import DataError, DvrkIdentError
 from dvrk_ident_ros.gc.supervisor import (
     ACTIVE,
     FADING_OUT,
     RAMP_IN,
     STOPPED,
+    BuiltinCompensation,
     CompensationSupervisor,
     SupervisorSettings,
 )
-from dvrk_ident_ros.nodes.common import CONTROL_STATE_QOS, STATE_QOS, arm_family, check_arm_name, declare, run
+from dvrk_ident_ros.nodes.common import (
+    CONTROL_STATE_QOS,
+    STATE_QOS,
+    ArmStateMonitor,
+    arm_family,
+    check_arm_name,
+    declare,
+    run,
+)
+
+#: s: an arm whose gravity_compensation/setpoint_js has no publisher this long after its first valid ready
+#: sample publishes none (its endpoints are discovered together with measured_js's; this only covers a race)
+NO_READINGS_AFTER = 0.3
+#: s: after the node handed the flag back, the readings reflect it before the node takes over again
+HANDOVER_SETTLE = 0.3
+#: s: a stamp-0 stream while the operating state says ready is reported after this long (a sample in flight
+#: when the arm turns ready is no news)
+INVALID_REPORT_AFTER = 1.0
+#: s: while the dVRK's own compensation does not switch off after the node's "off", the "off" is repeated
+REPEAT_OFF_EVERY = 1.0
+#: s: the dVRK's own compensation still on this long after the node's "off" is reported
+SWITCH_OFF_TIME = 0.2
 
 DEFAULT_TORQUE_LIMIT = {  # N m (N): for an identified model (a gc JSON carries its own limits)
     "mtm": [1.5, 1.5, 1.5, 0.6, 0.3, 0.3, 0.1],
@@ -91,11 +141,22 @@ class GravityCompensationNode(Node):
         self.joints = 7 if arm_family(self.arm) == "mtm" else 6
         self._law_dof = len(self.law.total)
         self.supervisor = CompensationSupervisor(settings)
-        self._q = [0.0] * self._law_dof  # last valid sample, padded for the PSM's jaw
+        self.builtin = BuiltinCompensation()
+        self._q = [0.0] * self._law_dof  # the last sample commanded from (the fade-out's), padded for the PSM's jaw
         self._qd = [0.0] * self._law_dof
+        self._q_in = [0.0] * self._law_dof  # the sample being checked; swapped with _q once commanded from
+        self._qd_in = [0.0] * self._law_dof
         self._zeros = [0.0] * self._law_dof
         self.rejected = 0
         self.answered = 0
+        self.invalid = 0  # samples with stamp 0 (the arm's mark of invalid data)
+        self._waiting = ""  # what the node waits for, as last logged ("" while commanding)
+        self._ready_since: float | None = None  # first valid sample while ready and stopped (monotonic s)
+        self._invalid_since: float | None = None
+        self._handed_over_at = -math.inf
+        self._off_sent_at = -math.inf
+        self._readable = False  # the arm publishes gravity_compensation/setpoint_js
+        self._builtin_topic = f"/{self.arm}/gravity_compensation/setpoint_js"
         self._servo_jf = self.create_publisher(JointState, f"/{self.arm}/servo_jf", STATE_QOS)
         self._builtin = self.create_publisher(Bool, f"/{self.arm}/use_gravity_compensation", 10)
         self._diagnostics = self.create_publisher(GravityCompensationDiagnostics, "~/diagnostics", 10)
@@ -103,17 +164,20 @@ class GravityCompensationNode(Node):
         self._diag = GravityCompensationDiagnostics()
         self._diag.parameter_source = self.parameter_file
         self._diag.model_kind = self.model_kind
-        self.create_subscription(JointState, f"/{self.arm}/measured_js", self._on_state, CONTROL_STATE_QOS)
         # Watchdog: a steady-clock deadline timer on the same executor (independent of /clock), armed by the
         # first sample. One Python thread only: a watchdog thread would cost the hot path up to a GIL switch
-        # interval (5 ms).
+        # interval (5 ms). Created, then cancelled (Humble has no autostart=False).
         self._last_tick = time.monotonic()
-        self._watchdog = self.create_timer(1.0, self._on_watchdog, clock=Clock(clock_type=ClockType.STEADY_TIME),
-                                           autostart=False)
+        self._watchdog = self.create_timer(1.0, self._on_watchdog, clock=Clock(clock_type=ClockType.STEADY_TIME))
+        self._watchdog.cancel()
+        self.monitor = ArmStateMonitor(self, self.arm, on_change=self._on_operating_state)
+        self.create_subscription(JointState, self._builtin_topic, self._on_builtin, CONTROL_STATE_QOS)
+        self.create_subscription(JointState, f"/{self.arm}/measured_js", self._on_state, CONTROL_STATE_QOS)
         self.get_logger().info(
             f"{self.arm}: {self.model_kind} compensation from {self.parameter_file}; waiting for "
             f"/{self.arm}/measured_js (ramp-in {settings.ramp_in_time:g} s, watchdog {settings.stale_periods:g} "
-            "periods)")
+            "periods)" + ("" if self.monitor.available else
+                          "; crtk_msgs absent: the arm's readiness is judged from the stamps only"))
 
     # -- hot path -------------------------------------------------------------------
     def _reject(self, why: str) -> None:
@@ -123,13 +187,16 @@ class GravityCompensationNode(Node):
     def _on_state(self, msg: JointState) -> None:
         start = time.perf_counter()
         arrival = time.monotonic()
+        header_stamp = msg.header.stamp
+        if not stamp_is_valid(header_stamp.sec, header_stamp.nanosec):
+            return self._on_invalid(arrival)
         n = self.joints
         position, velocity = msg.position, msg.velocity
         if len(position) != n:
             return self._reject(f"{len(position)} positions, expected {n}")
         if len(velocity) not in (0, n):
             return self._reject(f"{len(velocity)} velocities, expected {n}")
-        q, qd = self._q, self._qd
+        q, qd = self._q_in, self._qd_in
         for i in range(n):
             x = position[i]
             if not math.isfinite(x):
@@ -144,23 +211,24 @@ class GravityCompensationNode(Node):
         else:  # no velocity in the message: the blend sees the arm at rest
             for i in range(n):
                 qd[i] = 0.0
-        stamp = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec or arrival
+        self._invalid_since = None
         sup = self.supervisor
         was = sup.state
-        if was == STOPPED and not self._take_over():
+        if was != ACTIVE and was != RAMP_IN and not self._may_start(arrival):
             return None
-        scale = sup.on_state(arrival, stamp)
+        self._q, self._q_in, self._qd, self._qd_in = q, self._q, qd, self._qd  # no copy, no allocation
+        scale = sup.on_state(arrival, header_stamp.sec + 1e-9 * header_stamp.nanosec)
         if self.answered < 64 or not self.answered & 63:  # a median of 64 intervals: not on every sample
             sup.update_period()
         self._arm_watchdog(int(1e9 * sup.deadline()))
         total = self.law.compute(q, qd, scale)
         command = self._command
-        command.header.stamp = msg.header.stamp
+        command.header.stamp = header_stamp
         command.effort = total[:n]
         self._servo_jf.publish(command)
         self.answered += 1
         if self.publish_diagnostics:
-            self._publish_diagnostics(msg.header.stamp, start)
+            self._publish_diagnostics(header_stamp, start)
 
     def _publish_diagnostics(self, stamp, start: float) -> None:
         law, d, n = self.law, self._diag, self.joints
@@ -175,31 +243,153 @@ class GravityCompensationNode(Node):
         d.compute_time = time.perf_counter() - start
         self._diagnostics.publish(d)
 
-    # -- watchdog, hand-over --------------------------------------------------------
-    def _take_over(self) -> bool:
-        """Turn the dVRK's own compensation off before our first command: never both at full strength.
+    # -- the arm's state ------------------------------------------------------------
+    def _wait(self, reason: str) -> None:
+        """Not commanding because of ``reason``: logged once, until the reason changes or commanding starts."""
+        if reason != self._waiting:
+            self._waiting = reason
+            self.get_logger().warning(f"not commanding {self.arm}: {reason}")
 
-        False (no command) while nothing subscribes ``use_gravity_compensation``: a message sent before the
-        arm's subscription is matched is lost, and the arm would get its gravity twice."""
-        if not self.disable_builtin:
-            return True
-        if self._builtin.get_subscription_count() == 0:
-            self.get_logger().warning(
-                f"nothing subscribes /{self.arm}/use_gravity_compensation: not commanding, the dVRK's own "
-                "compensation may be on (disable_builtin:=false if the arm has none)", throttle_duration_sec=2.0)
+    def _on_invalid(self, now: float) -> None:
+        """A sample with stamp 0: the arm is not ready. Never commanded from, never a fresh sample."""
+        self.invalid += 1
+        self._ready_since = None
+        sup = self.supervisor
+        if sup.state != STOPPED:
+            # the arm is not ready: it ignores effort commands, and one would fault it if it is homing (the
+            # busy operating_state may come after this sample): stop at once, no further command
+            self._stop(f"/{self.arm}/measured_js has stamp 0 (the arm's data is invalid: not ready); stopped at "
+                       "once without another command")
+        if self._invalid_since is None:
+            self._invalid_since = now
+        if sup.state != STOPPED:
+            return
+        if self.builtin.owned:  # taken over, not commanding yet
+            self.get_logger().info(self._hand_over())
+        if not self.monitor.ready:
+            self._wait(self.monitor.reason())
+        elif not self.monitor.available or now - self._invalid_since >= INVALID_REPORT_AFTER:
+            self._wait(f"/{self.arm}/measured_js has stamp 0, the arm's mark of invalid data (powered off, not "
+                       "homed or faulted?): waiting for valid samples")
+
+    def _on_operating_state(self, old: OperatingStatus | None, new: OperatingStatus) -> None:
+        if new.ready:
+            if self.supervisor.state == STOPPED and self._waiting:
+                self.get_logger().info(f"{self.arm} is ready ({new.describe()}): compensating from the next "
+                                       "valid sample")
+            return
+        self.builtin.forget()
+        self._ready_since = None
+        sup = self.supervisor
+        reason = new.not_ready_reason(self.arm)
+        if sup.state != STOPPED:
+            # a not-ready arm ignores effort commands, and a busy (homing) one faults on them: not even a zero
+            self._stop(f"{reason}; stopped at once without another command (a not-ready arm ignores effort "
+                       "commands, a homing one faults on them)")
+        elif self.builtin.owned:  # taken over, not commanding yet
+            self.get_logger().info(self._hand_over())
+        self._wait(reason)
+
+    def _on_builtin(self, msg: JointState) -> None:
+        """A reading of the dVRK's own compensation: all-zero effort is off. Taken while the arm is ready."""
+        stamp = msg.header.stamp
+        if not stamp_is_valid(stamp.sec, stamp.nanosec) or not self.monitor.ready or not len(msg.effort):
+            return
+        self._readable = True
+        if self.builtin.observe(any(msg.effort)):
+            self._yield()
+
+    def _yield(self) -> None:
+        """Someone else turned the dVRK's own compensation on: one zero command, stop, do not fight."""
+        reason = (f"the dVRK's own gravity compensation of {self.arm} was turned on by someone else "
+                  "(teleoperation turns it on when it enables): stopped commanding so that the arm does not get "
+                  "its gravity twice; compensating again once it is off")
+        if self.supervisor.state != STOPPED:
+            self._command.header.stamp = self.get_clock().now().to_msg()
+            self._command.effort = self._zeros[:self.joints]
+            self._servo_jf.publish(self._command)
+        self.supervisor.stop()
+        self._watchdog.cancel()
+        self._waiting = reason
+        self.get_logger().warning(reason)
+
+    def _may_start(self, now: float) -> bool:
+        """Whether a valid sample may be commanded from (not RAMP_IN or ACTIVE); takes the flag over when due.
+
+        Off the control path: runs only while the node is not commanding."""
+        if not self.monitor.ready:
+            self._wait(self.monitor.reason())
             return False
-        self._builtin.publish(Bool(data=False))  # before the first command; the ramp-in covers any overlap
+        if self._ready_since is None:
+            self._ready_since = now
+        sup, builtin = self.supervisor, self.builtin
+        if sup.state == STOPPED:
+            if self.disable_builtin and self._builtin.get_subscription_count() == 0:
+                self._wait(f"nothing subscribes /{self.arm}/use_gravity_compensation: the dVRK's own compensation "
+                           "may be on (disable_builtin:=false if the arm has none)")
+                return False
+            if not self._readable:
+                self._readable = self.count_publishers(self._builtin_topic) > 0
+                if not self._readable and now - self._ready_since < NO_READINGS_AFTER:
+                    return False
+            if builtin.yielded:
+                return False  # said once in _yield; over when a reading says off
+            if self._readable and (builtin.reading is None or now - self._handed_over_at < HANDOVER_SETTLE):
+                if now - self._ready_since > NO_READINGS_AFTER + HANDOVER_SETTLE:  # a reading is due at once
+                    self._wait(f"no valid {self._builtin_topic} while the arm is ready (the state of the dVRK's "
+                               "own compensation): waiting for it")
+                return False
+            if not builtin.owned:
+                builtin.take_over()
+                self._send_off(now)
+        if not builtin.may_command(self._readable):
+            if self.disable_builtin and now - self._off_sent_at >= REPEAT_OFF_EVERY:
+                self._send_off(now)
+            if now - self._off_sent_at > SWITCH_OFF_TIME:  # the arm takes a period or two to switch it off
+                    self._wait(f"the dVRK's own gravity compensation of {self.arm} is on: waiting until it is off"
+                           + ("" if self.disable_builtin else
+                              " (disable_builtin is false: turn it off from the console)"))
+            return False
+        if sup.state == STOPPED:
+            found = {None: "unknown", True: "on", False: "off"}[builtin.found]
+            self.get_logger().info(f"compensating {self.arm}: ramp-in over {sup.settings.ramp_in_time:g} s (the "
+                                   f"dVRK's own compensation was {found} before this node took over)")
+        self._waiting = ""
         return True
 
-    def _hand_over(self, builtin: bool) -> None:
+    def _send_off(self, now: float) -> None:
         if self.disable_builtin:
-            self._builtin.publish(Bool(data=builtin))
+            self._builtin.publish(Bool(data=False))  # before the first command
+            self._off_sent_at = now
 
+    def _hand_over(self) -> str:
+        """Give the flag back as found; what became of it, for the log."""
+        value = self.builtin.hand_over()
+        if value is None:
+            return "the dVRK's own compensation left as it is"
+        if self.disable_builtin:
+            self._builtin.publish(Bool(data=value))
+            self._handed_over_at = time.monotonic()
+        return f"the dVRK's own compensation back {'on' if value else 'off'} as found"
+
+    def _stop(self, reason: str) -> None:
+        """Stop at once, no command; hand the flag back."""
+        self.supervisor.stop()
+        self._watchdog.cancel()
+        self.get_logger().warning(f"{reason}; {self._hand_over()}")
+
+    # -- watchdog, fade-out ---------------------------------------------------------
     def _arm_watchdog(self, period_ns: int) -> None:
         """(Re)start the watchdog timer: ``period_ns`` from now, then every ``period_ns``."""
         if period_ns != self._watchdog.timer_period_ns:
             self._watchdog.timer_period_ns = period_ns
         self._watchdog.reset()
+
+    def _begin_fade(self, reason: str, now: float, stale: bool = False) -> None:
+        if self.supervisor.begin_fade_out(stale):
+            self.get_logger().warning(f"{reason}: fading out over {self.supervisor.settings.fade_out_time:g} s")
+            self._last_tick = now
+            self._arm_watchdog(int(1e9 * self.fade_out_period))
 
     def _on_watchdog(self) -> None:
         now = time.monotonic()
@@ -207,11 +397,8 @@ class GravityCompensationNode(Node):
         if sup.state in (RAMP_IN, ACTIVE):
             if not sup.is_stale(now):  # a sample re-armed the deadline as it expired
                 return
-            self.get_logger().warning(f"/{self.arm}/measured_js stale for {1e3 * (now - sup._last_arrival):.1f} ms"
-                                      f" (period {1e3 * sup.period:.1f} ms): fading out", throttle_duration_sec=1.0)
-            sup.begin_fade_out()
-            self._last_tick = now
-            self._arm_watchdog(int(1e9 * self.fade_out_period))
+            self._begin_fade(f"/{self.arm}/measured_js stale for {1e3 * (now - sup._last_arrival):.1f} ms"
+                             f" (period {1e3 * sup.period:.1f} ms)", now, stale=True)
         if sup.state == FADING_OUT:
             self._fade_step(now - self._last_tick)
             self._last_tick = now
@@ -229,18 +416,19 @@ class GravityCompensationNode(Node):
         if self.publish_diagnostics:  # FADING_OUT, or STOPPED with the last (zero) command
             self._publish_diagnostics(self._command.header.stamp, start)
         if sup.state == STOPPED:
-            self._hand_over(builtin=True)
-            self.get_logger().info("compensation stopped; the dVRK's own compensation is back on")
+            self.get_logger().info(f"compensation stopped; {self._hand_over()}")
 
     def close(self) -> None:
-        """At exit: zero effort, then the dVRK's own compensation back on."""
-        if self.supervisor.state != STOPPED or self.answered:
-            self._command.effort = [0.0] * self.joints
+        """At exit: zero effort if commanding, then the flag back as found."""
+        if self.supervisor.state != STOPPED:
+            self._command.header.stamp = self.get_clock().now().to_msg()
+            self._command.effort = self._zeros[:self.joints]
             self._servo_jf.publish(self._command)
-        self._hand_over(builtin=True)
+            self.supervisor.stop()
+        handed = self._hand_over()
         time.sleep(0.05)  # let the middleware deliver the hand-over before the context goes
-        self.get_logger().info(f"exit: answered {self.answered} samples, rejected {self.rejected}, "
-                               f"stale events {self.supervisor.stale_events}")
+        self.get_logger().info(f"exit: answered {self.answered} samples, rejected {self.rejected}, invalid (stamp 0) "
+                               f"{self.invalid}, stale events {self.supervisor.stale_events}; {handed}")
 
 
 def main(args: list[str] | None = None) -> int:
