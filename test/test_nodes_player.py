@@ -1,8 +1,15 @@
-"""The trajectory_player against a simulated PSM1 under /clock, over its PlayTrajectory action:
-a short Fourier trajectory to the end, bad goals (beyond the limits, missing file, other arm) that
-command nothing, a cancel mid-way; and the /identify service's answer for a missing data file."""
+"""The trajectory_player against a simulated arm under /clock, over its PlayTrajectory action or
+autostart: a short Fourier trajectory to the end, bad goals (beyond the limits, missing file, other
+arm) that command nothing, a cancel mid-way; an arm that is not ready (DISABLED, not homed, homing):
+nothing reaches it, one log line says why, the player plays once the arm is homed or refuses after
+ready_timeout; a fault or a homing in the middle of a trajectory ends it at once; home_arm homes the
+arm and plays a pose grid (its own move_jp keep the arm busy: not a reason to stop); bad tracking
+limits refused at start. The ROS-free parts (tracking limits, move completion) are tested first.
+And the /identify service's answer for a missing data file."""
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
 import time
 
@@ -63,39 +70,91 @@ def _limit_error(path: str) -> str:
     return ""
 
 
-def _sim() -> list[str]:
-    return [sys.executable, "-m", "dvrk_ident_ros.nodes.simulated_arm", "--ros-args", "-p", f"arm:={ARM}",
-            "-p", "publish_clock:=true", "-p", "real_time_factor:=2.0", "-p", "noise:=false"]
+def _sim(*params: str, arm: str = ARM, initial_state: str = "HOMED") -> list[str]:
+    """The simulated arm under /clock at twice real time; by default ready (HOMED)."""
+    cmd = [sys.executable, "-m", "dvrk_ident_ros.nodes.simulated_arm", "--ros-args", "-p", f"arm:={arm}",
+           "-p", "publish_clock:=true", "-p", "real_time_factor:=2.0", "-p", "noise:=false",
+           "-p", f"initial_state:={initial_state}"]
+    for p in params:
+        cmd += ["-p", p]
+    return cmd
 
 
-def _player(*params: str) -> list[str]:
-    cmd = [sys.executable, "-m", "dvrk_ident_ros.nodes.trajectory_player", "--ros-args", "-p", f"arm:={ARM}",
+def _player(*params: str, arm: str = ARM) -> list[str]:
+    cmd = [sys.executable, "-m", "dvrk_ident_ros.nodes.trajectory_player", "--ros-args", "-p", f"arm:={arm}",
            "-p", "use_sim_time:=true"]
     for p in params:
         cmd += ["-p", p]
     return cmd
 
 
-class _Bench:
-    """The test's side: an action client, and everything the player commands or reports."""
+def _lines_with(out: str, text: str) -> list[str]:
+    return [line for line in out.splitlines() if text in line]
 
-    def __init__(self, rclpy_context, name: str):
+
+NOT_READY_WARNING = "ignored, arm not ready"  # the simulated arm's warning for a command it does not obey
+
+
+class _Bench:
+    """The test's side: an action client, everything the player commands or reports, the arm's
+    operating state, and the console's state commands."""
+
+    def __init__(self, rclpy_context, name: str, arm: str = ARM):
+        from crtk_msgs.msg import OperatingState, StringStamped
         from rclpy.action import ActionClient
+        from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
         from sensor_msgs.msg import JointState
+        from std_msgs.msg import Empty
 
         from dvrk_ident.action import PlayTrajectory
         from dvrk_ident.msg import PlayerStatus
 
+        self.arm = arm
         self.probe = Probe(rclpy_context, name)
-        self.client = ActionClient(self.probe.node, PlayTrajectory, f"/{ARM}/play_trajectory")
-        self.servo_jp = self.probe.collect(JointState, f"/{ARM}/servo_jp")
-        self.move_jp = self.probe.collect(JointState, f"/{ARM}/move_jp")
-        self.jaw_servo_jp = self.probe.collect(JointState, f"/{ARM}/jaw/servo_jp")
-        self.measured = self.probe.collect(JointState, f"/{ARM}/measured_js")
+        self.client = ActionClient(self.probe.node, PlayTrajectory, f"/{arm}/play_trajectory")
+        self.servo_jp = self.probe.collect(JointState, f"/{arm}/servo_jp")
+        self.move_jp = self.probe.collect(JointState, f"/{arm}/move_jp")
+        self.jaw_servo_jp = self.probe.collect(JointState, f"/{arm}/jaw/servo_jp")
+        self.jaw_move_jp = self.probe.collect(JointState, f"/{arm}/jaw/move_jp")
+        self.measured = self.probe.collect(JointState, f"/{arm}/measured_js")
         self.status = self.probe.collect(PlayerStatus, "/dvrk_ident/player_status")
+        # transient_local as the dVRK's event topics, deep enough that the test misses no change
+        events = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=100, reliability=ReliabilityPolicy.RELIABLE,
+                            durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        self.states = self.probe.collect(OperatingState, f"/{arm}/operating_state", events)
+        self._string_stamped = StringStamped
+        self._state_command = self.probe.node.create_publisher(StringStamped, f"/{arm}/state_command", 10)
+        self._inject_fault = self.probe.node.create_publisher(Empty, f"/{arm}/simulation/inject_fault", 10)
 
     def commands(self) -> int:
-        return len(self.servo_jp) + len(self.move_jp) + len(self.jaw_servo_jp)
+        """Every motion command the player sent (servo_jp, move_jp, the jaw's)."""
+        return len(self.servo_jp) + len(self.move_jp) + len(self.jaw_servo_jp) + len(self.jaw_move_jp)
+
+    def state(self):
+        """The arm's last operating state (None before the first)."""
+        return self.states[-1][1] if self.states else None
+
+    def wait_state(self, condition, timeout: float = 15.0, proc=None) -> bool:
+        return self.probe.spin_until(lambda: self.state() is not None and condition(self.state()), timeout, proc)
+
+    def state_command(self, command: str, sim) -> None:
+        """What the console does: /<ARM>/state_command (once the simulated arm listens)."""
+        assert self.probe.wait_for_graph(sim, subscribers=[self._state_command], settle=0.1), output_of(sim)
+        self._state_command.publish(self._string_stamped(string=command))
+
+    def inject_fault(self, sim) -> None:
+        from std_msgs.msg import Empty
+
+        assert self.probe.wait_for_graph(sim, subscribers=[self._inject_fault], settle=0.0), output_of(sim)
+        self._inject_fault.publish(Empty())
+
+    def wait_player_listens(self, player, timeout: float = 40.0) -> None:
+        """The player process is up: it subscribes the arm's state."""
+        def listens() -> bool:
+            infos = self.probe.node.get_subscriptions_info_by_topic(f"/{self.arm}/measured_js")
+            return any(info.node_name == "trajectory_player" for info in infos)
+
+        assert self.probe.spin_until(listens, timeout, player), f"player not up\n{output_of(player)}"
 
     def wait_ready(self, sim, player) -> None:
         def player_listens() -> bool:
@@ -295,3 +354,369 @@ def test_autostart_waits_for_the_recorder_and_refuses_without_one(ros_env, rclpy
     assert code == 2, out
     assert "no recorder writing /PSM1/measured_js after 3 s" in out, out
     assert commands == 0, "the player commanded the arm without a recorder"
+
+
+# -- ROS-free: tracking limits per joint, move completion ----------------------------------------
+
+def test_tracking_limits_per_joint_in_the_joints_units():
+    from dvrk_ident_ros.errors import DataError, SafetyError
+    from dvrk_ident_ros.excitation.playback import TrackingMonitor, tracking_limits
+    from dvrk_ident_ros.model.description import load_description
+
+    psm, mtm = load_description("psm"), load_description("mtm")
+    names = list(psm.dvrk_joint_names)
+    assert len(psm.tracking_error) == 7 and len(mtm.tracking_error) == 7
+    assert psm.tracking_error[names.index("insertion")] <= 0.03  # metres, not the 0.15 of a revolute joint
+    limits = tracking_limits([], psm.tracking_error, names, "psm.yaml")
+    assert limits.tolist() == list(psm.tracking_error)
+    given = [0.3, 0.3, 0.04, 0.3, 0.3, 0.3, 0.3]
+    assert tracking_limits(given, psm.tracking_error, names, "psm.yaml").tolist() == given
+    for bad, words in (([0.1, 0.2], "2 values for 7 joints"), (0.3, "expected a list of 7 limits"),
+                       ([0.1, 0.1, -0.01, 0.1, 0.1, 0.1, 0.1], "numbers > 0"),
+                       ([0.1, 0.1, float("nan"), 0.1, 0.1, 0.1, 0.1], "numbers > 0")):
+        with pytest.raises(DataError, match=words):
+            tracking_limits(bad, psm.tracking_error, names, "psm.yaml")
+    with pytest.raises(DataError, match="gives no tracking_error"):
+        tracking_limits([], (), names, "custom.yaml")
+
+    monitor = TrackingMonitor(names, limits)
+    setpoint = np.array([0.0, 0.0, 0.12, 0.0, 0.0, 0.0, 0.5])
+    monitor.check(setpoint + np.array([0.1, -0.1, 0.01, 0.1, 0.1, 0.1, 0.1]), setpoint)  # inside every limit
+    with pytest.raises(SafetyError, match=r"tracking error on insertion: 0\.0300 above 0\.0200"):
+        monitor.check(setpoint + np.array([0.01, 0.0, 0.03, 0.0, 0.0, 0.0, 0.0]), setpoint)  # 3 cm of insertion
+
+
+def test_description_tracking_error_is_checked_and_not_hashed(tmp_path):
+    import yaml
+
+    from dvrk_ident_ros.errors import DescriptionError
+    from dvrk_ident_ros.model.description import config_directory, load_description
+
+    raw = yaml.safe_load((config_directory() / "psm.yaml").read_text())
+    installed = load_description("psm")
+    raw["tracking_error"]["insertion"] = 0.01
+    (tmp_path / "psm.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
+    changed = load_description(tmp_path / "psm.yaml")
+    assert changed.tracking_error[2] == 0.01
+    assert changed.content_hash == installed.content_hash  # identification results stay valid
+    del raw["tracking_error"]["jaw"]
+    (tmp_path / "psm.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
+    with pytest.raises(DescriptionError, match="tracking_error"):
+        load_description(tmp_path / "psm.yaml")
+
+
+def test_move_completion_from_the_arms_events():
+    from dvrk_ident_ros.excitation.playback import MoveWatch
+
+    watch = MoveWatch()
+    watch.on_goal_reached(True)  # an earlier move's event (transient_local): not ours
+    assert not watch.done and not watch.busy_is_ours
+    watch.on_busy(False)
+    watch.sent()
+    assert watch.busy_is_ours and not watch.done
+    watch.on_busy(False)  # the arm has not started yet: not done
+    assert not watch.done
+    watch.on_busy(True)
+    assert watch.busy_is_ours and not watch.done
+    watch.on_goal_reached(True)  # before the idle state arrives: done, its busy still ours
+    assert watch.done and watch.busy_is_ours
+    watch.on_busy(False)
+    assert watch.done and not watch.busy_is_ours
+    watch.on_busy(True)  # someone else moves the arm now
+    assert not watch.busy_is_ours
+
+    watch.sent()  # busy then idle, the goal_reached event lost or late: done as well
+    watch.on_busy(True)
+    watch.on_busy(False)
+    assert watch.done and not watch.busy_is_ours
+    watch.sent()  # goal_reached alone (the busy state coalesced away)
+    watch.on_goal_reached(True)
+    assert watch.done and not watch.busy_is_ours
+    watch.sent()
+    watch.on_busy(True)
+    watch.on_goal_reached(False)  # the arm's move cut short
+    assert watch.failed and not watch.done
+
+
+def test_grid_pose_reached_when_the_arm_says_so():
+    from dvrk_ident_ros.excitation.playback import MOVING, SETTLING, GridPlayback
+    from dvrk_ident_ros.model.arm_model import load_model
+    from dvrk_ident_ros.safety import CommandChecker
+
+    model = load_model("mtm")
+    grid = {"settle_time": 0.1, "samples_per_pose": 1,
+            "sweeps": [{"estimated_joint": 6, "direction": "positive", "poses": [[0, 0, 0, 0, 0, 0.1, 0]]}]}
+    far = np.zeros(7)  # 0.1 rad from the pose: outside the tolerance
+    plan = GridPlayback(grid, CommandChecker(model, "MTML", section="hardware"), tolerance=0.02)
+    plan.start(0.0, far)
+    assert plan.step(0.0, far).move_goal is not None
+    assert plan.step(0.1, far, reached=False).phase == MOVING
+    assert plan.step(0.2, far, reached=True).phase == SETTLING  # the arm's word (it may have clipped the goal)
+    plan = GridPlayback(grid, CommandChecker(model, "MTML", section="hardware"), tolerance=0.02)
+    plan.start(0.0, far)
+    plan.step(0.0, far)
+    assert plan.step(0.1, far).phase == MOVING  # no word from the arm: the tolerance decides
+    assert plan.step(0.2, np.array([0, 0, 0, 0, 0, 0.095, 0])).phase == SETTLING
+
+
+# -- the arm not ready: nothing reaches it ---------------------------------------------------------
+
+@pytest.mark.ros
+def test_autostart_waits_for_the_arm_and_plays_once_homed(ros_env, rclpy_context, tmp_path):
+    """DISABLED, then ENABLED not homed, then homing (ENABLED, busy): not one command reaches the arm,
+    one log line says each reason; once the console (the test) has homed the arm the player plays."""
+    path = _trajectory(tmp_path / "short.yaml")
+    bench = _Bench(rclpy_context, "player_test_wait")
+    player_cmd = _player("autostart:=true", "wait_for_recorder:=false", f"trajectory_file:={path}",
+                         "ready_timeout:=60.0")
+    start = time.monotonic()
+    with running(_sim("homing_time:=1.0", initial_state="DISABLED"), ros_env) as sim, \
+            running(player_cmd, ros_env) as player:
+        bench.wait_player_listens(player)
+        assert bench.wait_state(lambda st: st.state == "DISABLED", proc=sim), output_of(sim)
+        bench.probe.spin_for(1.5)
+        assert bench.commands() == 0 and player.poll() is None
+        bench.state_command("enable", sim)
+        assert bench.wait_state(lambda st: st.state == "ENABLED" and not st.is_homed, proc=sim), output_of(sim)
+        bench.probe.spin_for(1.0)
+        assert bench.commands() == 0 and player.poll() is None
+        bench.state_command("home", sim)
+        assert bench.probe.spin_until(lambda: any(m.is_busy for _, m in bench.states), 15.0, sim), output_of(sim)
+        sent_while_homing = bench.commands()
+        assert bench.wait_state(lambda st: st.is_homed and not st.is_busy, proc=sim), output_of(sim)
+        assert bench.probe.spin_until(lambda: player.poll() is not None, 30.0), "the player did not finish"
+        code = player.wait()
+        bench.probe.spin_for(0.2)
+        assert sim.poll() is None
+    out, sim_out = output_of(player), output_of(sim)
+    commands = bench.commands()
+    bench.close()
+    print(f"\nwaited, homed and played in {time.monotonic() - start:.1f} s, {commands} commands")
+    assert code == 0, out
+    assert sent_while_homing == 0
+    assert commands > 100, out
+    assert NOT_READY_WARNING not in sim_out, sim_out  # nothing reached the arm before it was ready
+    for reason in ("PSM1 is DISABLED: power on and home it from the console",
+                   "PSM1 is ENABLED but not homed: home it from the console",
+                   "PSM1 is homing: wait until it is homed"):
+        assert len(_lines_with(out, reason)) == 1, out
+    assert "state_command" not in out and "home_arm" not in out  # the player did not home it itself
+
+
+@pytest.mark.ros
+def test_player_refuses_after_ready_timeout_with_the_reason(ros_env, rclpy_context, tmp_path):
+    """A goal for a DISABLED arm, then for one not homed, fails after ready_timeout with the reason
+    (OUTCOME_ARM_NOT_READY); autostart while the arm homes exits with status 2 and the reason."""
+    from dvrk_ident.action import PlayTrajectory
+
+    path = _trajectory(tmp_path / "short.yaml")
+    bench = _Bench(rclpy_context, "player_test_timeout")
+    autostart = _player("autostart:=true", "wait_for_recorder:=false", f"trajectory_file:={path}",
+                        "ready_timeout:=2.0")
+    results = []
+    with running(_sim("homing_time:=60.0", initial_state="DISABLED"), ros_env) as sim, \
+            running(_player("ready_timeout:=2.0"), ros_env) as player:
+        assert bench.probe.spin_until(bench.client.server_is_ready, 40.0, player), output_of(player)
+        assert bench.wait_state(lambda st: st.state == "DISABLED", proc=sim), output_of(sim)
+        for command, state in (("", "DISABLED"), ("enable", "ENABLED")):
+            if command:
+                bench.state_command(command, sim)
+                assert bench.wait_state(lambda st, s=state: st.state == s, proc=sim), output_of(sim)
+            started = time.monotonic()
+            handle = bench.send(path)
+            assert handle is not None, "goal refused"
+            results.append((*bench.result(handle, 20.0), time.monotonic() - started))
+        bench.state_command("home", sim)
+        assert bench.wait_state(lambda st: st.is_busy and not st.is_homed, proc=sim), output_of(sim)
+        with running(autostart, ros_env) as auto:
+            assert bench.probe.spin_until(lambda: auto.poll() is not None, 40.0), "autostart did not give up"
+            code = auto.wait()
+        bench.probe.spin_for(0.2)
+        assert sim.poll() is None and player.poll() is None
+    auto_out, sim_out = output_of(auto), output_of(sim)
+    commands = bench.commands()
+    bench.close()
+    refused = PlayTrajectory.Result.OUTCOME_ARM_NOT_READY
+    (status0, result0, took0), (status1, result1, took1) = results
+    print(f"\nrefused after {took0:.1f} s and {took1:.1f} s: {result0.message!r}; {result1.message!r}")
+    assert (status0, result0.outcome) == (STATUS_ABORTED, refused), result0.message
+    assert result0.message == "PSM1 not ready after 2 s: PSM1 is DISABLED: power on and home it from the console"
+    assert (status1, result1.outcome) == (STATUS_ABORTED, refused), result1.message
+    assert result1.message.endswith("PSM1 is ENABLED but not homed: home it from the console")
+    assert 1.9 < took0 < 8.0 and 1.9 < took1 < 8.0
+    assert result0.commands_sent == result1.commands_sent == 0
+    assert code == 2, auto_out
+    assert len(_lines_with(auto_out, "PSM1 is homing: wait until it is homed")) == 2, auto_out  # waiting, refused
+    assert len(_lines_with(auto_out, "not ready after 2 s: PSM1 is homing")) == 1, auto_out
+    assert commands == 0, "the player commanded an arm that was not ready"
+    assert NOT_READY_WARNING not in sim_out, sim_out
+
+
+# -- the arm leaves the ready state mid-run ----------------------------------------------------------
+
+@pytest.mark.ros
+def test_player_stops_at_once_on_a_fault_or_a_homing_mid_run(ros_env, rclpy_context, tmp_path):
+    """A FAULT in the middle of a trajectory ends it at once with the reason, then nothing is sent;
+    the same when someone homes the arm mid-run; the player plays again once the arm is homed."""
+    from dvrk_ident.action import PlayTrajectory
+
+    path = _trajectory(tmp_path / "long.yaml", periods=3)  # 6 s of simulated time after the ramp
+    bench = _Bench(rclpy_context, "player_test_fault")
+    outcomes = []
+    with running(_sim("homing_time:=1.0"), ros_env) as sim, running(_player(), ros_env) as player:
+        bench.wait_ready(sim, player)
+        for disturb, words in (("fault", "PSM1 is in FAULT"), ("home", "PSM1 is homing")):
+            feedback: list = []
+            handle = bench.send(path, feedback=feedback)
+            assert handle is not None
+            result_future = handle.get_result_async()
+            assert bench.probe.spin_until(
+                lambda f=feedback, r=result_future: r.done() or any(x.phase == PHASE_PLAYING for x in f), 20.0)
+            assert not result_future.done(), result_future.result().result.message
+            if disturb == "fault":
+                bench.inject_fault(sim)
+                assert bench.wait_state(lambda st: st.state == "FAULT", 5.0, sim), output_of(sim)
+            else:
+                bench.state_command("home", sim)
+                assert bench.wait_state(lambda st: not st.is_homed, 5.0, sim), output_of(sim)
+            disturbed_at = stamp_of(bench.state())
+            assert bench.probe.spin_until(result_future.done, 5.0), "the player did not stop"
+            bench.probe.spin_for(0.5)
+            last = max(stamp_of(m) for _, m in bench.servo_jp)
+            sent = len(bench.servo_jp)
+            bench.probe.spin_for(0.3)
+            assert len(bench.servo_jp) == sent, "the player kept streaming"
+            assert bench.status[-1][1].phase == PHASE_ABORTED
+            outcomes.append((result_future.result().status, result_future.result().result, words,
+                             last - disturbed_at))
+            # the console clears the fault (or lets the homing end) and homes the arm for the next run
+            bench.state_command("home", sim)
+            assert bench.wait_state(lambda st: st.state == "ENABLED" and st.is_homed and not st.is_busy,
+                                    15.0, sim), output_of(sim)
+        # the player carries on once the arm is ready again
+        status, result = bench.play(_trajectory(tmp_path / "short.yaml"))
+        assert sim.poll() is None and player.poll() is None
+    bench.close()
+    assert (status, result.outcome) == (STATUS_SUCCEEDED, PlayTrajectory.Result.OUTCOME_SUCCEEDED), result.message
+    for status, result, words, after in outcomes:
+        print(f"\n{result.message!r}: last servo_jp {after * 1000:.0f} ms (simulated) after the arm's state")
+        assert (status, result.outcome) == (STATUS_ABORTED, PlayTrajectory.Result.OUTCOME_ARM_NOT_READY)
+        assert result.message.startswith("aborted: the arm is no longer ready: " + words), result.message
+        assert result.commands_sent > 0
+        assert after < 0.1, after  # at once: commands already on their way when the state changed, no more
+
+
+def stamp_of(msg) -> float:
+    return msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
+
+
+@pytest.mark.ros
+def test_without_crtk_msgs_the_player_goes_by_the_stamps(ros_env, rclpy_context, tmp_path):
+    """Where crtk_msgs is absent the player knows the arm only by its data: it waits while measured_js
+    has stamp 0 (nothing sent, one line), plays once the data is valid, and stops at once when the
+    stamps go back to 0 mid-run (the arm faulted)."""
+    hidden = tmp_path / "no_crtk" / "crtk_msgs"
+    hidden.mkdir(parents=True)
+    (hidden / "__init__.py").write_text('raise ImportError("crtk_msgs hidden by the test")\n')
+    env = dict(ros_env, PYTHONPATH=os.pathsep.join([str(hidden.parent), ros_env["PYTHONPATH"]]))
+    path = _trajectory(tmp_path / "long.yaml", periods=3)
+    bench = _Bench(rclpy_context, "player_test_no_crtk")
+    player_cmd = _player("autostart:=true", "wait_for_recorder:=false", f"trajectory_file:={path}",
+                         "ready_timeout:=60.0")
+    with running(_sim("homing_time:=1.0", initial_state="DISABLED"), ros_env) as sim, \
+            running(player_cmd, env) as player:
+        bench.wait_player_listens(player)
+        bench.probe.spin_for(3.0)  # longer than the player's quiet start: its reason is logged
+        assert bench.commands() == 0 and player.poll() is None
+        bench.state_command("home", sim)
+        assert bench.probe.spin_until(lambda: len(bench.servo_jp) > 50, 20.0, player), output_of(player)
+        bench.inject_fault(sim)
+        assert bench.probe.spin_until(lambda: player.poll() is not None, 10.0), "the player did not stop"
+        code = player.wait()
+        bench.probe.spin_for(0.3)
+        fault_at = next(stamp_of(m) for _, m in bench.states if m.state == "FAULT")
+        last = max(stamp_of(m) for _, m in bench.servo_jp)
+        assert sim.poll() is None
+    out = output_of(player)
+    bench.close()
+    print(f"\nlast servo_jp {(last - fault_at) * 1000:.0f} ms (simulated) after the fault")
+    assert "crtk_msgs is not installed" in out, out
+    assert len(_lines_with(out, "waiting for the arm")) == 1, out
+    assert len(_lines_with(out, "/PSM1/measured_js has stamp 0 (invalid data): the arm is not ready")) == 2, out
+    assert "aborted: the arm is no longer ready: /PSM1/measured_js has stamp 0" in out, out
+    assert code == 1, out
+    assert last - fault_at < 0.1
+
+
+# -- home_arm: the player powers the arm on and homes it; a pose grid through move_jp -----------------
+
+@pytest.mark.ros
+def test_home_arm_homes_a_disabled_arm_and_plays_a_grid(ros_env, rclpy_context, tmp_path):
+    """home_arm from DISABLED: enable, home; then (the test stands in for the recorder, so that it hears
+    every command) a pose grid: move_jp to each pose, completion from the arm's goal_reached / is_busy
+    (the arm is busy during the player's own moves: no abort)."""
+    import yaml
+
+    from dvrk_ident.msg import RecorderStatus
+
+    grid = {"format": "dvrk_ident.pose_grid/1", "kind": "pose_grid", "arm": "MTML", "coordinates": "dvrk",
+            "units": "rad", "settle_time": 0.2, "samples_per_pose": 5,
+            "sweeps": [{"estimated_joint": 6, "auxiliary_joint": 5, "auxiliary_value": 0.0, "direction": "positive",
+                        "poses": [[0, 0, 0, 0, 0, 0.05, 0], [0, 0, 0, 0, 0, 0.15, 0], [0, 0, 0, 0, 0, 0.25, 0]]}]}
+    path = tmp_path / "grid.yaml"
+    path.write_text(yaml.safe_dump(grid))
+    bench = _Bench(rclpy_context, "player_test_home_arm", arm="MTML")
+    recorder = bench.probe.node.create_publisher(RecorderStatus, "/dvrk_ident/recorder_status", 10)
+    player_cmd = _player("autostart:=true", f"trajectory_file:={path}", "home_arm:=true", "ready_timeout:=30.0",
+                         "recorder_timeout:=30.0", arm="MTML")
+    start = time.monotonic()
+    with running(_sim("homing_time:=1.0", arm="MTML", initial_state="DISABLED"), ros_env) as sim, \
+            running(player_cmd, ros_env) as player:
+        assert bench.wait_state(lambda st: st.state == "ENABLED" and st.is_homed and not st.is_busy, 40.0, player), \
+            f"the player did not home the arm\n{output_of(player)}"
+        assert bench.probe.wait_for_graph(player, publishers=["/MTML/move_jp"], subscribers=[recorder])
+        before_recorder = bench.commands()
+        status = RecorderStatus(recording=True, bag_path="test", topics=["/MTML/measured_js"], message_counts=[1])
+        deadline = time.monotonic() + 40.0
+        while player.poll() is None and time.monotonic() < deadline:
+            recorder.publish(status)
+            bench.probe.spin_for(0.2)
+        code = player.wait(timeout=10)
+        bench.probe.spin_for(0.3)
+        assert sim.poll() is None
+        final = bench.state()
+    out, sim_out = output_of(player), output_of(sim)
+    moves = [np.array(m.position) for _, m in bench.move_jp]
+    servo = len(bench.servo_jp)
+    states = [(m.state, m.is_homed, m.is_busy) for _, m in bench.states]
+    bench.close()
+    print(f"\nhomed and played 3 poses in {time.monotonic() - start:.1f} s; states {states}")
+    assert code == 0, out
+    assert before_recorder == 0, "the player moved the arm before the recorder recorded it"
+    assert "home_arm: enable" in out and "home_arm: home" in out, out
+    assert len(_lines_with(out, "MTML is DISABLED")) == 1, out
+    assert len(moves) == 3 and servo == 0, out
+    assert np.allclose(moves[2], [0, 0, 0, 0, 0, 0.25, 0])
+    assert states.count(("ENABLED", True, True)) == 3, f"the arm was not busy with each move_jp: {states}"
+    assert (final.state, final.is_homed, final.is_busy) == ("ENABLED", True, False)
+    assert NOT_READY_WARNING not in sim_out, sim_out
+
+
+# -- bad tracking limits: refused at start --------------------------------------------------------
+
+@pytest.mark.ros
+def test_player_refuses_bad_tracking_limits_at_start(ros_env):
+    bad = {"tracking_error_limit:=[0.1,0.2]": "2 values for 7 joints",
+           "tracking_error_limit:=0.3": "expected a list of 7 limits",
+           "tracking_error_limit:=[0.15,0.15,-0.02,0.15,0.15,0.15,0.15]": "numbers > 0",
+           "ready_timeout:=0.0": "ready_timeout 0.0 s: expected > 0"}
+    procs = {}
+    with contextlib.ExitStack() as stack:
+        for param in bad:
+            procs[param] = stack.enter_context(running(_player(param), ros_env))
+        codes = {param: proc.wait(timeout=60) for param, proc in procs.items()}
+    for param, words in bad.items():
+        out = output_of(procs[param])
+        errors = _lines_with(out, "error:")
+        assert codes[param] == 2, out
+        assert len(errors) == 1 and words in errors[0], out

@@ -12,10 +12,13 @@ Two plans, both in dVRK joint space and both driven by ``step(t, q_measured)``:
 Every setpoint passes :class:`~dvrk_ident_ros.safety.CommandChecker` before
 it is returned; a plan whose command would leave the limits raises
 SafetyError before anything is sent. :class:`TrackingMonitor` aborts on
-tracking error; the player node adds the stale-state watchdog.
+tracking error (a limit per joint, in the joint's units); :class:`MoveWatch`
+tells when the arm's own ``move_jp`` is over (``goal_reached``, ``is_busy``);
+the player node adds the stale-state watchdog and the arm's operating state.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -194,7 +197,9 @@ class GridPlayback:
         if self._phase == SAMPLING:
             self._samples += 1
 
-    def step(self, t: float, q_measured: np.ndarray) -> Setpoint:
+    def step(self, t: float, q_measured: np.ndarray, reached: bool | None = None) -> Setpoint:
+        """``reached``: the arm's own word that the last move_jp is over (:class:`MoveWatch`); None where the
+        arm does not say (no crtk_msgs): then the pose counts as reached within ``tolerance``."""
         n = len(self.poses)
         goal = None
         if self._phase in (IDLE, SAMPLING) and (self._phase == IDLE or self._samples >= self.samples_per_pose):
@@ -206,7 +211,8 @@ class GridPlayback:
             self._move_allowance = float(np.max(np.abs(goal - np.asarray(q_measured)))) / 0.2  # s: at 0.2 rad/s
         pose = self.poses[self._i]
         if self._phase == MOVING:
-            reached = np.max(np.abs(np.asarray(q_measured) - pose.q)) < self.tolerance
+            if reached is None:
+                reached = bool(np.max(np.abs(np.asarray(q_measured) - pose.q)) < self.tolerance)
             if reached and goal is None:
                 self._phase, self._since = SETTLING, t
             elif t - self._since > self.move_timeout + self._move_allowance:
@@ -219,19 +225,94 @@ class GridPlayback:
 
 
 class TrackingMonitor:
-    """Largest |setpoint - measured| per joint; SafetyError above ``limit`` while streaming."""
+    """|setpoint - measured| per joint; SafetyError when a joint's error is above its limit.
 
-    def __init__(self, names: list[str], limit: float):
+    ``limits``: one per joint, in the joint's units (rad; m for the PSM insertion), or one number for all.
+    """
+
+    def __init__(self, names: list[str], limits: float | Sequence[float]):
         self.names = names
-        self.limit = limit
+        self.limits = np.broadcast_to(np.asarray(limits, dtype=float), (len(names),)).copy()
         self.max_error = 0.0
         self.error = np.zeros(len(names))
 
     def check(self, setpoint: np.ndarray, measured: np.ndarray) -> np.ndarray:
         self.error = np.abs(np.asarray(setpoint) - np.asarray(measured))
-        worst = int(np.argmax(self.error))
-        self.max_error = max(self.max_error, float(self.error[worst]))
-        if self.error[worst] > self.limit:
-            raise SafetyError(f"tracking error on {self.names[worst]}: {self.error[worst]:.3f} above "
-                              f"{self.limit:.3f}")
+        self.max_error = max(self.max_error, float(np.max(self.error)))
+        over = np.flatnonzero(self.error > self.limits)
+        if over.size:
+            worst = int(over[np.argmax(self.error[over] / self.limits[over])])
+            raise SafetyError(f"tracking error on {self.names[worst]}: {self.error[worst]:.4f} above "
+                              f"{self.limits[worst]:.4f}")
         return self.error
+
+
+def tracking_limits(given: object, defaults: Sequence[float], names: Sequence[str], source: str) -> np.ndarray:
+    """The per-joint tracking limits: ``given`` (a list, one per joint of ``names``) or, when it is empty,
+    ``defaults`` (the arm description's, from ``source``). DataError naming what is wrong."""
+    n = len(names)
+    order = ", ".join(names)
+    if isinstance(given, (bool, int, float, str)):
+        raise DataError(f"tracking_error_limit {given!r}: expected a list of {n} limits, one per joint "
+                        f"({order}) in the joint's units (rad; m for a prismatic joint), or [] for the "
+                        f"defaults of {source}")
+    values = list(given or [])
+    if not values:
+        if len(defaults) != n:
+            raise DataError(f"{source} gives no tracking_error for its joints ({order}): "
+                            "set tracking_error_limit")
+        values = list(defaults)
+    if len(values) != n:
+        raise DataError(f"tracking_error_limit: {len(values)} values for {n} joints ({order})")
+    try:
+        limits = np.array([float(v) for v in values if not isinstance(v, (bool, str))], dtype=float)
+    except (TypeError, ValueError):
+        limits = np.array([])
+    if limits.size != n or not np.all(np.isfinite(limits)) or np.any(limits <= 0.0):
+        raise DataError(f"tracking_error_limit {values!r}: expected {n} numbers > 0 ({order})")
+    return limits
+
+
+class MoveWatch:
+    """Whether the arm's own ``move_jp`` trajectory is over, from what the dVRK reports.
+
+    After a move_jp the arm is busy until its trajectory ends, then publishes ``goal_reached`` true.
+    ``done``: goal_reached true, or is_busy seen true and then false, since the last :meth:`sent`.
+    ``busy_is_ours``: the arm's is_busy is explained by this move (from :meth:`sent` until an idle
+    state is seen after the move is done), so a player does not take it for someone else moving the arm.
+    ``failed``: the arm reported goal_reached false (its trajectory was interrupted).
+    """
+
+    def __init__(self) -> None:
+        self.pending = False
+        self.done = False
+        self.failed = False
+        self._busy = False  # the arm's last is_busy
+        self._busy_seen = False
+
+    def sent(self) -> None:
+        self.pending, self.done, self.failed, self._busy_seen = True, False, False, False
+
+    def on_busy(self, busy: bool) -> None:
+        self._busy = busy
+        if not self.pending:
+            return
+        if busy:
+            self._busy_seen = True
+        elif self._busy_seen or self.done:
+            self.done = True
+            self.pending = False  # idle after our move: a later busy is not ours
+
+    def on_goal_reached(self, reached: bool) -> None:
+        if not self.pending:  # a late subscriber's copy of an earlier move's event, or someone else's move
+            return
+        if not reached:
+            self.failed = True
+            return
+        self.done = True
+        if not self._busy:
+            self.pending = False
+
+    @property
+    def busy_is_ours(self) -> bool:
+        return self.pending

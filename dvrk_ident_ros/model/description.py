@@ -23,6 +23,9 @@ from dvrk_ident_ros.files import read_document
 _FUNCTIONS = {name: getattr(sympy, name) for name in ("sin", "cos", "tan", "sqrt", "atan2", "exp", "Abs")}
 _FUNCTIONS["pi"] = sympy.pi
 BUILTIN_ARMS = ("mtm", "psm", "psm_simplified")
+#: Top-level sections about driving the arm, not about its model: left out of ``content_hash``, so that
+#: changing them keeps identification results, simulator parameters and the model cache valid.
+OPERATIONAL_SECTIONS = ("tracking_error",)
 ARM_ALIASES = {"mtml": "mtm", "mtmr": "mtm", "psm1": "psm", "psm2": "psm", "psm3": "psm"}
 
 
@@ -91,6 +94,9 @@ class ArmDescription:
     variants: dict[str, Any]
     content_hash: str
     raw: dict[str, Any] = field(repr=False)
+    #: The trajectory player's default largest |setpoint - measured| per dVRK joint (rad; m for a
+    #: prismatic joint), in ``dvrk_joint_names`` order; () where the description gives none.
+    tracking_error: tuple[float, ...] = ()
 
     @property
     def dof(self) -> int:
@@ -268,14 +274,30 @@ class _Parser:
             pos = (spec or {}).get("position") if isinstance(spec, dict) else None
             if not (isinstance(pos, list) and len(pos) == 2 and float(pos[0]) < float(pos[1])):
                 raise self.fail(f"{where}.position", f"expected [lower, upper] with lower < upper, got {pos!r}")
-        digest = hashlib.sha256(json.dumps(raw, sort_keys=True, default=str).encode()).hexdigest()
+        tracking_error = self._tracking_error(raw.get("tracking_error"), names)
+        hashed = {key: value for key, value in raw.items() if key not in OPERATIONAL_SECTIONS}
+        digest = hashlib.sha256(json.dumps(hashed, sort_keys=True, default=str).encode()).hexdigest()
         return ArmDescription(
             arm=arm, path=self.path, motor_symbols=self.motors, dvrk_joint_names=names, gravity=gravity,
             dvrk_from_motor=A, coordinates=coordinates, limited_coordinates=limited, frames=frames, drives=drives,
             known_torques=known,
             limits=limits, bounds=raw.get("bounds") or {}, variants=raw.get("variants") or {},
-            content_hash=digest, raw=raw,
+            content_hash=digest, raw=raw, tracking_error=tracking_error,
         )
+
+    def _tracking_error(self, spec: Any, names: tuple[str, ...]) -> tuple[float, ...]:
+        """``tracking_error``: a mapping dVRK joint name -> limit > 0, for every joint (or absent)."""
+        if spec is None:
+            return ()
+        if not isinstance(spec, dict) or set(map(str, spec)) != set(names):
+            raise self.fail("tracking_error", f"expected a mapping with a limit for each of {list(names)}")
+        values = []
+        for name in names:
+            value = spec[name]
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 < value < float("inf"):
+                raise self.fail(f"tracking_error.{name}", f"expected a number > 0, got {value!r}")
+            values.append(float(value))
+        return tuple(values)
 
     def _matrix(self, value: Any, n: int, where: str) -> np.ndarray:
         try:

@@ -8,11 +8,24 @@ at 1 kHz before any motion and every command again before it is sent. The
 player aborts on tracking error, stale state or cancel, publishes
 ``/dvrk_ident/player_status`` (for the recorder) and serves the
 ``/<ARM>/play_trajectory`` action (dvrk_ident/action/PlayTrajectory). With
-``autostart`` it plays ``trajectory_file`` once the state arrives and exits
-(status 0 on success), which ends ``collect.launch.py``; with
-``wait_for_recorder`` (the default) it first waits for the recorder to report
-``measured_js`` messages written, so no pose or period is played before the bag
-records it, and refuses to play after ``recorder_timeout`` seconds without one.
+``autostart`` it plays ``trajectory_file`` and exits (status 0 on success, 1
+after an abort, 2 when it refused before any motion), which ends
+``collect.launch.py``; with ``wait_for_recorder`` (the default) it first waits
+for the recorder to report ``measured_js`` messages written, so no pose or
+period is played before the bag records it, and refuses to play after
+``recorder_timeout`` seconds without one.
+
+The arm (../shared/reference/dvrk-ros2-interface.md, "What the real arm
+does"): nothing is commanded until ``/<ARM>/operating_state`` says ENABLED,
+homed and not busy (where crtk_msgs is absent: until valid state arrives), the
+player says once what it waits for and refuses after ``ready_timeout``; with
+``home_arm`` it sends ``enable`` and ``home`` itself. A ``measured_js`` with
+stamp 0 (the bridge's mark of invalid data) is never the current pose nor a
+fresh sample. Mid-run, the arm leaving that state (FAULT, PAUSED, DISABLED,
+someone homing or moving it; the arm's busy flag during the player's own
+``move_jp`` is expected) ends the run at once with the reason. A pose grid's
+``move_jp`` is over when the arm says so (``goal_reached``, ``is_busy`` going
+false), within ``pose_tolerance`` where crtk_msgs is absent.
 """
 from __future__ import annotations
 
@@ -27,9 +40,11 @@ from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.node import Node
 from rclpy.task import Future
 from sensor_msgs.msg import JointState
+from std_msgs.msg import Bool
 
 from dvrk_ident.action import PlayTrajectory
 from dvrk_ident.msg import PlayerStatus, RecorderStatus
+from dvrk_ident_ros.arm_state import CrtkState, OperatingStatus, stamp_is_valid
 from dvrk_ident_ros.data.interfaces import stamp_seconds
 from dvrk_ident_ros.errors import DataError, DvrkIdentError, SafetyError
 from dvrk_ident_ros.excitation import playback
@@ -37,7 +52,9 @@ from dvrk_ident_ros.excitation.files import GRID_FORMAT, load_grid, load_traject
 from dvrk_ident_ros.files import read_document
 from dvrk_ident_ros.model.arm_model import load_model
 from dvrk_ident_ros.nodes.common import (
+    EVENT_QOS,
     STATE_QOS,
+    ArmStateMonitor,
     arm_family,
     check_arm_name,
     declare,
@@ -49,18 +66,28 @@ from dvrk_ident_ros.safety import CommandChecker
 
 Result = PlayTrajectory.Result
 TRACKING_CHECK_EVERY = 4  # ticks: the tracking error is checked at a quarter of the stream rate
+QUIET_START = 2.0  # s: "nothing heard from the arm yet" is not worth a log line before discovery had this long
+HOME_RESEND = 5.0  # s: home_arm repeats a state command the arm did not act on after this long
 
 
 @dataclass
 class Session:
+    """One play request: waits until the arm is ready (``started`` false, nothing sent), then plays."""
+
     plan: object
     kind: str  # "fourier" | "grid"
     trajectory_file: str
-    start: float
-    duration: float
+    requested: float  # steady time of the request: ready_timeout runs from here
     goal_handle: object | None
     future: Future
     monitor: playback.TrackingMonitor
+    started: bool = False
+    start: float = 0.0  # node-clock time the motion began
+    duration: float = 0.0
+    ready_since: float | None = None  # steady time the arm was first ready: recorder_timeout runs from here
+    waiting_for: str = ""  # the last reason logged while waiting
+    reason: str = ""  # the current reason for waiting, and since when (steady)
+    reason_since: float = 0.0
     commands_sent: int = 0
     last_setpoint: np.ndarray | None = None
     ticks: int = 0
@@ -76,7 +103,7 @@ class TrajectoryPlayerNode(Node):
         self.autostart = bool(declare(self, "autostart", False))
         self.stream_rate = float(declare(self, "stream_rate", 500.0))
         self.ramp_speed = float(declare(self, "ramp_in_speed", 0.2))
-        self.tracking_limit = float(declare(self, "tracking_error_limit", 0.15))
+        tracking_limit = declare(self, "tracking_error_limit", [], object)  # a list; checked below
         self.stale_timeout = float(declare(self, "stale_timeout", 0.1))
         self.speed_scale = float(declare(self, "speed_scale", 1.0))
         self.periods = int(declare(self, "periods", 0))
@@ -85,23 +112,42 @@ class TrajectoryPlayerNode(Node):
         self.pose_tolerance = float(declare(self, "pose_tolerance", 0.02))
         self.wait_for_recorder = bool(declare(self, "wait_for_recorder", True))
         self.recorder_timeout = float(declare(self, "recorder_timeout", 15.0))
+        self.ready_timeout = float(declare(self, "ready_timeout", 60.0))
+        self.home_arm = bool(declare(self, "home_arm", False))
         if self.recorder_timeout <= 0.0:
             raise DvrkIdentError(f"recorder_timeout {self.recorder_timeout} s: expected > 0")
+        if not self.ready_timeout > 0.0:
+            raise DvrkIdentError(f"ready_timeout {self.ready_timeout} s: expected > 0")
         if not 1.0 <= self.stream_rate <= 2000.0:
             raise DvrkIdentError(f"stream_rate {self.stream_rate} Hz: expected 1..2000 Hz")
         self.family = arm_family(self.arm)
         self.model = load_model(self.family)
+        description = self.model.description
+        self.names = list(description.dvrk_joint_names)
+        self.tracking_limits = playback.tracking_limits(tracking_limit, description.tracking_error, self.names,
+                                                        f"the arm description {description.path.name}")
         variant = self.arm if self.family == "mtm" else None
         self.checker = CommandChecker(self.model, variant)  # excitation limits (as `trajectory check`)
         self.grid_checker = CommandChecker(self.model, variant, section="hardware")  # pose grids
-        self.names = list(self.model.description.dvrk_joint_names)
         self.arm_joints = 6 if self.family == "psm" else 7
         self.q = np.zeros(self.model.dof)
-        self._state_time: float | None = None  # node-clock time the last state arrived
+        self._state_time: float | None = None  # node-clock time the last valid state arrived
         self._state_stamp = 0.0  # its header stamp: the time the positions were measured
+        self._last_sample = ""  # what the last measured_js was: "valid", "stamp 0" or "k positions"
+        self.invalid_samples = 0  # measured_js samples with stamp 0 (the arm was not ready): ignored
         self._jaw_seen = self.family != "psm"
         self.session: Session | None = None
         self.exit_code: int | None = None
+        self._autostarted = False
+        self._move = playback.MoveWatch()
+        self._home_sent: tuple[str, OperatingStatus | None, float] | None = None  # command, for which state, when
+        self.arm_state = ArmStateMonitor(self, self.arm, on_change=self._on_arm_change)
+        if self.arm_state.available:
+            self.create_subscription(Bool, f"/{self.arm}/goal_reached", self._on_goal_reached, EVENT_QOS)
+        else:
+            self.get_logger().warning(
+                f"crtk_msgs is not installed: the {self.arm}'s operating state is unknown; the player relies on "
+                "valid (non-zero) measured_js stamps only" + ("; home_arm cannot home it" if self.home_arm else ""))
         self._pub_servo = self.create_publisher(JointState, f"/{self.arm}/servo_jp", STATE_QOS)
         self._pub_move = self.create_publisher(JointState, f"/{self.arm}/move_jp", 10)
         if self.family == "psm":
@@ -110,7 +156,6 @@ class TrajectoryPlayerNode(Node):
             self.create_subscription(JointState, f"/{self.arm}/jaw/measured_js", self._on_jaw, STATE_QOS)
         self._status = self.create_publisher(PlayerStatus, "/dvrk_ident/player_status", 10)
         self._recorder_ready = not (self.autostart and self.wait_for_recorder)
-        self._waiting_since: float | None = None  # steady time the autostart began waiting for the recorder
         if not self._recorder_ready:
             self.create_subscription(RecorderStatus, "/dvrk_ident/recorder_status", self._on_recorder, 10)
         self.create_subscription(JointState, f"/{self.arm}/measured_js", self._on_state, STATE_QOS)
@@ -119,8 +164,10 @@ class TrajectoryPlayerNode(Node):
         self.create_timer(1.0 / self.stream_rate, self._tick)
         self._idle_ticks = 0
         self._rejections = 0
+        limits = ", ".join(f"{n} {v:g}" for n, v in zip(self.names, self.tracking_limits, strict=True))
         self.get_logger().info(f"{self.arm}: player ready (action /{self.arm}/play_trajectory"
-                               + (f", autostart {self.trajectory_file}" if self.autostart else "") + ")")
+                               + (f", autostart {self.trajectory_file}" if self.autostart else "")
+                               + (", home_arm" if self.home_arm else "") + f"; tracking limits {limits})")
 
     def now(self) -> float:
         return self.get_clock().now().nanoseconds * 1e-9
@@ -128,25 +175,56 @@ class TrajectoryPlayerNode(Node):
     # -- state in ----------------------------------------------------------------------
     def _on_state(self, msg: JointState) -> None:
         n = self.arm_joints
+        if not stamp_is_valid(msg.header.stamp.sec, msg.header.stamp.nanosec):
+            # the bridge's mark of invalid data: the arm is powered off, not homed or faulted
+            self.invalid_samples += 1
+            self._last_sample = "stamp 0"
+            if self.session is not None and self.session.started:
+                self._abort_not_ready(self.arm_state.reason() or self._invalid_data_reason())
+            return
         if len(msg.position) != n or not all(np.isfinite(msg.position)):
             self._rejections += 1
+            self._last_sample = f"{len(msg.position)} positions"
             self.get_logger().warning(f"measured_js rejected: {len(msg.position)} positions (expected {n}) or NaN",
                                       throttle_duration_sec=1.0)
             return
         self.q[:n] = msg.position
+        self._last_sample = "valid"
         now = self.now()
         if now == 0.0:  # use_sim_time and no /clock yet: no time to stamp the state with
             return
         self._state_time = now
-        stamp = stamp_seconds(msg.header.stamp)
-        self._state_stamp = stamp if stamp > 0 else now
-        if self.session is not None and self.session.kind == "grid":
+        self._state_stamp = stamp_seconds(msg.header.stamp)
+        if self.session is not None and self.session.started and self.session.kind == "grid":
             self.session.plan.on_sample()
 
     def _on_jaw(self, msg: JointState) -> None:
+        if not stamp_is_valid(msg.header.stamp.sec, msg.header.stamp.nanosec):
+            return  # invalid data; measured_js says (and counts) the same
         if len(msg.position) == 1 and np.isfinite(msg.position[0]):
             self.q[6] = msg.position[0]
             self._jaw_seen = True
+
+    def _on_arm_change(self, old: OperatingStatus | None, new: OperatingStatus) -> None:
+        self._move.on_busy(new.is_busy)
+        s = self.session
+        if s is not None and s.started and not self._may_run(new):
+            self._abort_not_ready(new.not_ready_reason(self.arm))
+
+    def _on_goal_reached(self, msg: Bool) -> None:
+        self._move.on_goal_reached(bool(msg.data))
+
+    def _may_run(self, status: OperatingStatus | None) -> bool:
+        """The arm may go on being commanded: ready, or busy with the player's own move_jp."""
+        if not self.arm_state.available:
+            return True
+        if status is None:
+            return False
+        return status.ready or (status.state == CrtkState.ENABLED.value and status.is_homed and status.is_busy
+                                and self._move.busy_is_ours)
+
+    def _abort_not_ready(self, reason: str) -> None:
+        self._finish(Result.OUTCOME_ARM_NOT_READY, f"aborted: the arm is no longer ready: {reason}")
 
     def _on_recorder(self, msg: RecorderStatus) -> None:
         """Ready once a recorder writes this arm's measured_js and hears the player's status topic."""
@@ -157,23 +235,26 @@ class TrajectoryPlayerNode(Node):
                 self.get_logger().info(f"recorder ready: {msg.bag_path}")
             self._recorder_ready = True
 
-    def _autostart_ready(self) -> bool:
-        """The state arrives and, with wait_for_recorder, a recorder records it (DataError after the timeout)."""
-        if not self._state_ready():
-            return False
-        if self._recorder_ready:
-            return True
-        now = time.monotonic()
-        if self._waiting_since is None:
-            self._waiting_since = now
-            self.get_logger().info("waiting for the recorder (/dvrk_ident/recorder_status) before playing")
-        if now - self._waiting_since > self.recorder_timeout:
-            raise DataError(f"no recorder writing /{self.arm}/measured_js after {self.recorder_timeout:.0f} s: "
-                            "start the recorder, or set wait_for_recorder:=false to play without one")
-        return False
+    def not_ready_reason(self) -> str:
+        """Why the arm may not be commanded now ('' when it may): its operating state, then its data."""
+        reason = self.arm_state.reason()
+        if reason:
+            return reason
+        stale = self._state_time is None or self.now() - self._state_time > self.stale_timeout
+        if stale and self._last_sample == "stamp 0":
+            return self._invalid_data_reason()
+        if stale and self._last_sample.endswith("positions"):
+            return f"/{self.arm}/measured_js has {self._last_sample} (expected {self.arm_joints})" \
+                   + (": is a tool engaged?" if self.family == "psm" else "")
+        if stale:
+            return f"no recent /{self.arm}/measured_js: is the arm (or the simulator) running?"
+        if not self._jaw_seen:
+            return f"no valid /{self.arm}/jaw/measured_js yet: is the tool engaged?"
+        return ""
 
-    def _state_ready(self) -> bool:
-        return self._state_time is not None and self._jaw_seen
+    def _invalid_data_reason(self) -> str:
+        return f"/{self.arm}/measured_js has stamp 0 (invalid data): the arm is not ready (powered off, " \
+               "not homed or in FAULT): power on and home it from the console"
 
     # -- sessions ----------------------------------------------------------------------
     def _plan(self, path: str, speed_scale: float):
@@ -198,34 +279,113 @@ class TrajectoryPlayerNode(Node):
                                         speed_scale=speed_scale, ramp_speed=self.ramp_speed), "fourier"
 
     def start_session(self, path: str, speed_scale: float, goal_handle=None) -> Session:
+        """Load and check the plan (errors at once); it plays once the arm is ready (:meth:`_wait`)."""
         if self.session is not None:
             raise DataError(f"busy: already playing {self.session.trajectory_file}")
-        if not self._state_ready() or self.now() - self._state_time > self.stale_timeout:
-            raise DataError(f"no recent /{self.arm}/measured_js: is the arm (or the simulator) running?")
         plan, kind = self._plan(path, speed_scale or self.speed_scale)
-        start = self.now()
-        duration = plan.start(start, self.q.copy())
         skipped = list(getattr(plan, "skipped", []))
         if skipped:
             self.get_logger().warning(f"{len(skipped)} poses outside the {self.arm}'s limits left out "
                                       f"(first: {skipped[0]})")
-        self.session = Session(plan, kind, path, start, duration, goal_handle, Future(),
-                               playback.TrackingMonitor(self.names, self.tracking_limit), skipped=skipped)
-        self.get_logger().info(f"playing {path} ({kind}, about {duration:.1f} s)")
+        self.session = Session(plan, kind, path, time.monotonic(), goal_handle, Future(),
+                               playback.TrackingMonitor(self.names, self.tracking_limits), skipped=skipped)
         return self.session
+
+    def _wait(self, s: Session) -> None:
+        """A session not started yet: start it once the arm is ready (and the recorder records it), say once
+        what it waits for, home the arm with home_arm, refuse after ready_timeout (recorder_timeout)."""
+        steady = time.monotonic()
+        reason = self.not_ready_reason()
+        if reason != s.reason:
+            s.reason, s.reason_since = reason, steady
+        if reason:
+            status = self.arm_state.status
+            said_by_arm = status is not None and not status.ready  # else: its data (may be on the way)
+            if reason != s.waiting_for and (said_by_arm or steady - s.reason_since > QUIET_START):
+                s.waiting_for = reason
+                line = f"waiting for the arm before playing {s.trajectory_file}: {reason}"
+                if self.home_arm and self.arm_state.available:  # expected: the player acts on it
+                    self.get_logger().info(f"{line} (home_arm: the player powers it on and homes it; "
+                                           f"up to {self.ready_timeout:g} s)")
+                else:
+                    self.get_logger().warning(f"{line} (up to {self.ready_timeout:g} s)")
+            self._home(status)
+            if steady - s.requested > self.ready_timeout:
+                self._finish(Result.OUTCOME_ARM_NOT_READY, f"{self.arm} not ready after {self.ready_timeout:g} s: "
+                                                           f"{reason}")
+            return
+        if s.ready_since is None:
+            s.ready_since = steady
+            if s.waiting_for:
+                ignored = f"; {self.invalid_samples} measured_js with stamp 0 ignored" if self.invalid_samples else ""
+                self.get_logger().info(f"{self.arm} ready ({self._describe_state()}{ignored})")
+        if not self._recorder_ready:
+            if s.waiting_for != "recorder":
+                s.waiting_for = "recorder"
+                self.get_logger().info("waiting for the recorder (/dvrk_ident/recorder_status) before playing")
+            if steady - s.ready_since > self.recorder_timeout:
+                self._finish(Result.OUTCOME_FAILED,
+                             f"no recorder writing /{self.arm}/measured_js after {self.recorder_timeout:.0f} s: "
+                             "start the recorder, or set wait_for_recorder:=false to play without one")
+            return
+        now = self.now()
+        try:
+            s.duration = s.plan.start(now, self.q.copy())
+        except SafetyError as exc:
+            return self._finish(Result.OUTCOME_REJECTED_LIMITS, f"refused: {exc}")
+        s.start, s.started = now, True
+        self._move = playback.MoveWatch()  # nothing of an earlier session's move counts
+        if self.arm_state.status is not None:
+            self._move.on_busy(self.arm_state.status.is_busy)
+        self.get_logger().info(f"playing {s.trajectory_file} ({s.kind}, about {s.duration:.1f} s)")
+
+    def _describe_state(self) -> str:
+        status = self.arm_state.status
+        return status.describe() if status is not None else "valid measured_js"
+
+    def _home(self, status: OperatingStatus | None) -> None:
+        """home_arm: enable a DISABLED arm, home an ENABLED idle one; nothing else (a fault is for a person to
+        look at and clear, a PAUSED arm was paused by a person, a busy one is homing or moving)."""
+        if not self.home_arm or status is None:
+            return
+        if status.state == CrtkState.DISABLED.value:
+            command = "enable"
+        elif status.state == CrtkState.ENABLED.value and not status.is_homed and not status.is_busy:
+            command = "home"
+        else:
+            return
+        steady = time.monotonic()
+        if self._home_sent is not None and self._home_sent[:2] == (command, status) \
+                and steady - self._home_sent[2] < HOME_RESEND:
+            return
+        if self.arm_state.send(command):
+            self._home_sent = (command, status, steady)
+            self.get_logger().info(f"home_arm: {command} ({self.arm} {status.describe()})")
 
     def _finish(self, outcome: int, message: str) -> None:
         s = self.session
         if s is None:
             return
         self.session = None
-        result = Result(outcome=outcome, message=message, duration=self.now() - s.start,
+        duration = self.now() - s.start if s.started else 0.0
+        result = Result(outcome=outcome, message=message, duration=duration,
                         max_tracking_error=s.monitor.max_error, commands_sent=s.commands_sent)
         phase = playback.DONE if outcome == Result.OUTCOME_SUCCEEDED else playback.ABORTED
         self._publish_status(s, phase, 1.0 if phase == playback.DONE else 0.0)
-        log = self.get_logger().info if outcome == Result.OUTCOME_SUCCEEDED else self.get_logger().error
-        log(f"{s.trajectory_file}: {message} ({result.duration:.1f} s, {s.commands_sent} commands, "
-            f"max tracking error {s.monitor.max_error:.4f})")
+        # one severity per call site (rclpy refuses a call site whose severity changes)
+        if not s.started:
+            line = f"cannot play {s.trajectory_file}: {message} (nothing sent)"
+            if outcome == Result.OUTCOME_CANCELED:
+                self.get_logger().info(line)
+            else:
+                self.get_logger().error(line)
+        else:
+            line = (f"{s.trajectory_file}: {message} ({duration:.1f} s, {s.commands_sent} commands, "
+                    f"max tracking error {s.monitor.max_error:.4f})")
+            if outcome == Result.OUTCOME_SUCCEEDED:
+                self.get_logger().info(line)
+            else:
+                self.get_logger().error(line)
         if s.goal_handle is not None:
             if outcome == Result.OUTCOME_SUCCEEDED:
                 s.goal_handle.succeed()
@@ -234,8 +394,8 @@ class TrajectoryPlayerNode(Node):
             else:
                 s.goal_handle.abort()
         s.future.set_result(result)
-        if self.autostart:
-            self.exit_code = 0 if outcome == Result.OUTCOME_SUCCEEDED else 1
+        if self.autostart:  # 2: refused before any motion (as for a bad configuration); 1: aborted
+            self.exit_code = 0 if outcome == Result.OUTCOME_SUCCEEDED else 1 if s.started else 2
 
     # -- the stream --------------------------------------------------------------------
     def _send_position(self, q: np.ndarray, velocity: np.ndarray | None, move: bool) -> None:
@@ -252,19 +412,23 @@ class TrajectoryPlayerNode(Node):
         s = self.session
         if s is None:
             self._idle_ticks += 1
-            if self.autostart and self.exit_code is None and self._idle_ticks > 1:
+            if self.autostart and not self._autostarted and self._idle_ticks > 1:
+                self._autostarted = True
                 try:
-                    if self._autostart_ready():
-                        self.start_session(self.trajectory_file, self.speed_scale)
+                    self.start_session(self.trajectory_file, self.speed_scale)
                 except DvrkIdentError as exc:
                     self.get_logger().error(f"cannot play {self.trajectory_file}: {exc}")
                     self.exit_code = 2
             return
+        if s.goal_handle is not None and s.goal_handle.is_cancel_requested:
+            return self._finish(Result.OUTCOME_CANCELED, "canceled")
+        if not s.started:
+            return self._wait(s)
         now = self.now()
         s.ticks += 1
         try:
-            if s.goal_handle is not None and s.goal_handle.is_cancel_requested:
-                return self._finish(Result.OUTCOME_CANCELED, "canceled")
+            if not self._may_run(self.arm_state.status):  # the state callback aborts first; a safety net
+                return self._abort_not_ready(self.arm_state.reason())
             if now - self._state_time > self.stale_timeout:
                 return self._finish(Result.OUTCOME_ABORTED_STALE,
                                     f"/{self.arm}/measured_js stale for {now - self._state_time:.3f} s "
@@ -278,8 +442,13 @@ class TrajectoryPlayerNode(Node):
                 self._send_position(sp.position, sp.velocity, move=False)
                 s.commands_sent += 1
             else:
-                sp = s.plan.step(now, self.q)
+                if self._move.failed:
+                    raise SafetyError("pose not reached: the arm reports its move_jp interrupted "
+                                      "(goal_reached false)")
+                reached = self._move.done if self.arm_state.available else None
+                sp = s.plan.step(now, self.q, reached)
                 if sp.move_goal is not None:
+                    self._move.sent()
                     self._send_position(sp.move_goal, None, move=True)
                     s.commands_sent += 1
         except SafetyError as exc:
