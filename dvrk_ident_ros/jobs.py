@@ -80,7 +80,9 @@ def identification_job(arm: str, files: list[str | Path], method: str, out: Path
 
 
 def gc_fit_job(data_path: str | Path, arm: str | None, out: Path | None, *, serial: str = "unknown",
-               method: str = "mlse", orders: dict[int, int] | str | None = None) -> JobOutcome:
+               method: str = "mlse", orders: dict[int, int] | str | None = None,
+               effort: str = "setpoint") -> JobOutcome:
+    """``effort``: a bag's commanded ("setpoint", Lin 2019's choice) or "measured" effort."""
     from dvrk_ident_ros.gc.crossval import select_orders
     from dvrk_ident_ros.gc.data import load_poses
     from dvrk_ident_ros.gc.mlse import fit_mlse, fit_slse, relative_errors
@@ -88,7 +90,7 @@ def gc_fit_job(data_path: str | Path, arm: str | None, out: Path | None, *, seri
 
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
-    data = load_poses(data_path)
+    data = load_poses(data_path, effort=effort)
     timings["load"] = time.perf_counter() - t0
     arm = (arm or "").upper() or next((s for s in SIDES if s in str(data.source).upper()), "")
     if arm not in SIDES:
@@ -110,6 +112,10 @@ def gc_fit_job(data_path: str | Path, arm: str | None, out: Path | None, *, seri
     per_joint = [float(errors[(i, "both")]) for i in range(1, 7)]
     summary = (f"{arm} {fit.method} with orders {[used[i] for i in range(1, 7)]}: relative RMS error per joint (%) "
                + " ".join(f"{100 * e:.1f}" for e in per_joint))
+    if data.effort_topic:
+        summary += f"; efforts from {data.effort_topic}"
+    if data.skipped:
+        summary += f"; {data.skipped}"
     if data.dropped:
         summary += f"; {data.dropped} pose(s) with no finite sample were dropped"
     return JobOutcome(arm=arm, method=method, result_file=out, report_file=None,

@@ -92,3 +92,103 @@ def test_bag_of_the_player_keeps_only_the_excitation(tmp_path):
     late = _bag_with_player_status(tmp_path / "late", t, q, qd, tau, [(1005.0, 2)])
     with pytest.raises(DataError, match="no /MTML/measured_js samples while the player was playing"):
         load_dataset(late, dvrk_from_motor=A)
+
+
+def _write_events(path, events):
+    """A bag of [(log time s, topic, msgtype, message)], written in log-time order."""
+    from rosbags.rosbag2 import StoragePlugin, Writer
+
+    from dvrk_ident_ros.data.interfaces import typestore
+
+    store = typestore()
+    with Writer(path, version=9, storage_plugin=StoragePlugin.MCAP) as writer:
+        connections = {}
+        for x, topic, msgtype, msg in sorted(events, key=lambda e: e[0]):
+            if topic not in connections:
+                connections[topic] = writer.add_connection(topic, msgtype, typestore=store)
+            writer.write(connections[topic], round(x * 1e9), store.serialize_cdr(msg, msgtype))
+    return path
+
+
+def _header(x):
+    from dvrk_ident_ros.data.interfaces import typestore
+
+    store = typestore()
+    Header, Time = store.types["std_msgs/msg/Header"], store.types["builtin_interfaces/msg/Time"]
+    return Header(stamp=Time(sec=int(x), nanosec=round((x - int(x)) * 1e9)), frame_id="")
+
+
+def _joint_states(topic, t, q, qd, tau, invalid=()):
+    """JointState events; the samples in ``invalid`` as the dVRK sends them when not ready: zeros, stamp 0."""
+    from dvrk_ident_ros.data.interfaces import JOINT_STATE, typestore
+
+    JointState = typestore().types[JOINT_STATE]
+    events = []
+    for k, x in enumerate(t):
+        zero = k in invalid
+        msg = JointState(header=_header(0.0 if zero else x), name=[f"j{i}" for i in range(q.shape[1])],
+                         position=q[k] * (not zero), velocity=qd[k] * (not zero), effort=tau[k] * (not zero))
+        events.append((x, topic, JOINT_STATE, msg))
+    return events
+
+
+def _operating_states(topic, states):
+    """crtk_msgs/OperatingState events [(log time, state, is_homed, is_busy)]."""
+    from dvrk_ident_ros.data.interfaces import OPERATING_STATE, typestore
+
+    if OPERATING_STATE not in typestore().types:
+        pytest.skip("crtk_msgs is not installed (make setup builds its stand-in)")
+    OperatingState = typestore().types[OPERATING_STATE]
+    return [(x, topic, OPERATING_STATE, OperatingState(header=_header(x), state=state, is_homed=homed, is_busy=busy))
+            for x, state, homed, busy in states]
+
+
+def test_stamp0_samples_and_samples_while_not_ready_are_not_data(tmp_path):
+    """Stamp-0 samples (zeros) in the middle are skipped and counted; with the arm's operating_state in the
+    bag, so are the samples before the first state and while the arm was not ENABLED or not homed."""
+    from dvrk_ident_ros.data.bags import arm_readiness, load_bag, read_joint_state_topic
+
+    A = load_description("mtm").dvrk_from_motor
+    rng = np.random.default_rng(3)
+    t, q, qd, tau = _signals(rng, 400, 7)  # 1000.0 .. 1001.995 s at 200 Hz
+    invalid = set(range(100, 150))  # 1000.5 .. 1000.745 s
+    states = _joint_states("/MTML/measured_js", t, q, qd, tau, invalid)
+    plain = _write_events(tmp_path / "plain", states)
+    read = read_joint_state_topic(plain, "/MTML/measured_js")
+    assert read.invalid == 50 and len(read.t) == 350 and not np.any(read.position == 0.0)
+    data = load_bag(plain, A)
+    valid = np.array([k not in invalid for k in range(400)])
+    assert np.allclose(data.t, t[valid]) and np.allclose(data.q @ A.T, q[valid])
+    assert "50 samples with header.stamp 0 skipped" in data.source
+
+    # ready from 1000.02; FAULT at 1001.0, homing at 1001.25 (ENABLED, not homed, busy), homed at 1001.5,
+    # PAUSED at 1001.8, resumed at 1001.9; busy while homed (the arm's own move) from 1001.6 is data
+    timeline = [(1000.02, "ENABLED", True, False), (1001.0, "FAULT", False, False),
+                (1001.25, "ENABLED", False, True), (1001.5, "ENABLED", True, False),
+                (1001.6, "ENABLED", True, True), (1001.8, "PAUSED", True, False), (1001.9, "ENABLED", True, False)]
+    bag = _write_events(tmp_path / "states", states + _operating_states("/MTML/operating_state", timeline))
+    ready = arm_readiness(bag, "/MTML/measured_js")
+    assert ready.topic == "/MTML/operating_state" and list(ready.ready) == [True, False, False, True, True, False,
+                                                                           True]
+    data = load_bag(bag, A)
+    expected = valid & (t >= 1000.02) & ~((t >= 1001.0) & (t < 1001.5)) & ~((t >= 1001.8) & (t < 1001.9))
+    assert np.allclose(data.t, t[expected]) and np.allclose(data.tau, tau[expected] @ A)
+    not_ready = int(np.sum(valid & ~expected))
+    assert not_ready == 4 + 100 + 20
+    assert f"50 samples with header.stamp 0 and {not_ready} while operating_state said the arm was not ready " \
+           "skipped" in data.source
+
+
+def test_bags_without_data_are_refused(tmp_path):
+    from dvrk_ident_ros.data.bags import load_bag
+
+    A = load_description("mtm").dvrk_from_motor
+    t, q, qd, tau = _signals(np.random.default_rng(4), 20, 7)
+    never = _write_events(tmp_path / "never", _joint_states("/MTML/measured_js", t, q, qd, tau, set(range(20))))
+    with pytest.raises(DataError, match=r"all 20 samples of /MTML/measured_js have header\.stamp 0"):
+        load_bag(never, A)
+    states = _joint_states("/MTML/measured_js", t, q, qd, tau)
+    disabled = _write_events(tmp_path / "disabled", states + _operating_states(
+        "/MTML/operating_state", [(999.0, "DISABLED", False, False)]))
+    with pytest.raises(DataError, match="no /MTML/measured_js sample while /MTML/operating_state said the arm"):
+        load_bag(disabled, A)

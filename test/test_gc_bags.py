@@ -1,13 +1,20 @@
-"""Pose-grid bags as the player and recorder write them load into averaged poses."""
+"""Pose-grid bags as the player and recorder write them load into averaged poses: positions from
+measured_js, efforts from setpoint_js (commanded, Lin 2019) or measured_js; stamp-0 samples and samples
+while the arm was not ready are never data."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
+import yaml
 
-from dvrk_ident_ros.data.interfaces import JOINT_STATE, PLAYER_STATUS, typestore
+from dvrk_ident_ros import cli
+from dvrk_ident_ros.data.interfaces import JOINT_STATE, OPERATING_STATE, PLAYER_STATUS, typestore
 from dvrk_ident_ros.errors import DataError
 from dvrk_ident_ros.excitation.files import save_grid
-from dvrk_ident_ros.gc.data import load_poses
+from dvrk_ident_ros.gc.data import PoseData, load_poses
+from dvrk_ident_ros.gc.mlse import fit_mlse
+from dvrk_ident_ros.gc.params import load_gc
+from dvrk_ident_ros.gc.regressor import torques
 
 
 def _grid(tmp_path):
@@ -23,57 +30,172 @@ def _grid(tmp_path):
                                               "settle_time": 0.1, "samples_per_pose": 5, "sweeps": sweeps})
 
 
-def _write_bag(path, grid_path, poses, skip_pose=None):
+def _poses(grid_path):
+    return np.array([p for s in yaml.safe_load(grid_path.read_text())["sweeps"] for p in s["poses"]])
+
+
+def _header(t):
+    store = typestore()
+    Header, Time = store.types["std_msgs/msg/Header"], store.types["builtin_interfaces/msg/Time"]
+    return Header(stamp=Time(sec=int(t), nanosec=round((t - int(t)) * 1e9)), frame_id="")
+
+
+def _write_bag(path, grid_path, poses, setpoint=None, measured=None, skip_pose=None, invalid=(), states=None,
+               samples=5):
+    """A pose-grid bag as the recorder writes it (log time = header time). Efforts: ``setpoint(index, q)`` on
+    /MTML/setpoint_js (None: no such topic), ``measured(index, q)`` on /MTML/measured_js (default
+    0.1 sin q). Sample k of a pose in ``invalid`` is sent as the dVRK sends one when not ready: zeros,
+    stamp 0. ``states``: [(time, state, is_homed)] on /MTML/operating_state."""
     from rosbags.rosbag2 import StoragePlugin, Writer
 
     store = typestore()
     Status, JointState = store.types[PLAYER_STATUS], store.types[JOINT_STATE]
-    Header, Time = store.types["std_msgs/msg/Header"], store.types["builtin_interfaces/msg/Time"]
-
-    def header(t):
-        return Header(stamp=Time(sec=int(t), nanosec=int((t - int(t)) * 1e9)), frame_id="")
-
-    with Writer(path, version=9, storage_plugin=StoragePlugin.MCAP) as w:
-        cs = w.add_connection("/dvrk_ident/player_status", PLAYER_STATUS, typestore=store)
-        cj = w.add_connection("/MTML/measured_js", JOINT_STATE, typestore=store)
-        t = 10.0
-        rng = np.random.default_rng(0)
-        for index, q in enumerate(poses):
-            for phase, count in ((3, 3), (5, 5)):  # moving, then sampling
-                msg = Status(header=header(t), arm="MTML", trajectory_file=str(grid_path), phase=phase,
-                             progress=0.0, pose_index=index, pose_count=len(poses), direction=1)
-                w.write(cs, int(t * 1e9), store.serialize_cdr(msg, PLAYER_STATUS))
-                for _ in range(count):
-                    t += 0.01
-                    if phase == 5 and index == skip_pose:
+    measured = measured or (lambda index, q: 0.1 * np.sin(q))
+    events = []  # (time, topic, msgtype, message)
+    t = 10.0
+    for index, q in enumerate(poses):
+        for phase, count in ((3, 3), (5, samples)):  # moving, then sampling
+            events.append((t, "/dvrk_ident/player_status", PLAYER_STATUS, Status(
+                header=_header(t), arm="MTML", trajectory_file=str(grid_path), phase=phase, progress=0.0,
+                pose_index=index, pose_count=len(poses), direction=1)))
+            for k in range(count):
+                t += 0.01
+                if phase == 5 and index == skip_pose:
+                    continue
+                zero = phase == 5 and k in invalid
+                for topic, effort in (("/MTML/measured_js", measured), ("/MTML/setpoint_js", setpoint)):
+                    if effort is None:
                         continue
-                    effort = 0.1 * np.sin(q) + 0.001 * rng.normal(size=7)
-                    js = JointState(header=header(t), name=[f"j{i}" for i in range(7)], position=q.astype(float),
-                                    velocity=np.zeros(7), effort=effort)
-                    w.write(cj, int(t * 1e9), store.serialize_cdr(js, JOINT_STATE))
+                    js = JointState(header=_header(0.0 if zero else t), name=[f"j{i}" for i in range(7)],
+                                    position=q * (not zero), velocity=np.zeros(7),
+                                    effort=np.asarray(effort(index, q), float) * (not zero))
+                    events.append((t + (0.001 if "setpoint" in topic else 0.0), topic, JOINT_STATE, js))
+    if states is not None:
+        OperatingState = store.types[OPERATING_STATE]
+        events += [(x, "/MTML/operating_state", OPERATING_STATE,
+                    OperatingState(header=_header(x), state=state, is_homed=homed, is_busy=False))
+                   for x, state, homed in states]
+    with Writer(path, version=9, storage_plugin=StoragePlugin.MCAP) as w:
+        connections = {}
+        for x, topic, msgtype, msg in sorted(events, key=lambda e: e[0]):
+            if topic not in connections:
+                connections[topic] = w.add_connection(topic, msgtype, typestore=store)
+            w.write(connections[topic], round(x * 1e9), store.serialize_cdr(msg, msgtype))
     return path
+
+
+def _commanded(index, q):
+    return 0.2 * np.cos(q) + 0.01 * index
 
 
 def test_pose_bag_loads_averaged_poses(tmp_path):
     grid_path = _grid(tmp_path)
-    import yaml
-
-    grid = yaml.safe_load(grid_path.read_text())
-    poses = np.array([p for s in grid["sweeps"] for p in s["poses"]])
-    data = load_poses(_write_bag(tmp_path / "bag", grid_path, poses, skip_pose=5))
+    poses = _poses(grid_path)
+    bag = _write_bag(tmp_path / "bag", grid_path, poses, setpoint=_commanded, skip_pose=5)
+    data = load_poses(bag)
     assert len(data.q) == len(poses) - 1 and data.dropped == 1
     assert np.allclose(data.q, np.delete(poses, 5, axis=0))
-    assert np.allclose(data.tau, 0.1 * np.sin(data.q), atol=0.003)
+    kept = np.delete(np.arange(len(poses)), 5)
+    assert np.allclose(data.tau, [_commanded(i, q) for i, q in zip(kept, data.q, strict=True)])  # setpoint_js
+    assert data.effort_topic == "/MTML/setpoint_js" and data.skipped == ""
     assert set(data.joint) == {6}
     assert list(data.direction[:4]) == [1, 1, 1, 1] and list(data.direction[4:7]) == [-1, -1, -1]
     assert set(np.round(data.auxiliary, 6)) == {0.3, -0.3}
+    measured = load_poses(bag, effort="measured")
+    assert np.allclose(measured.tau, 0.1 * np.sin(data.q)) and measured.effort_topic == "/MTML/measured_js"
+    with pytest.raises(DataError, match="effort 'both'"):
+        load_poses(bag, effort="both")
 
 
-def test_bag_without_player_status_is_refused(tmp_path):
+def test_stamp0_samples_and_a_not_ready_arm_are_not_data(tmp_path):
+    """Stamp-0 samples (zeros) inside the sampling windows are skipped and counted; so are samples received
+    while /MTML/operating_state said FAULT (here with valid stamps, so only the state can tell)."""
+    grid_path = _grid(tmp_path)
+    poses = _poses(grid_path)
+    bag = _write_bag(tmp_path / "bag", grid_path, poses, setpoint=_commanded, invalid={1, 3}, samples=6)
+    data = load_poses(bag)
+    assert np.allclose(data.q, poses)  # a zero sample averaged in would pull the pose towards 0
+    assert np.allclose(data.tau, [_commanded(i, q) for i, q in enumerate(poses)])
+    assert data.invalid_samples == 2 * 2 * len(poses)  # two per pose, on measured_js and setpoint_js
+    assert data.skipped == f"{data.invalid_samples} samples with header.stamp 0 skipped"
+    # pose 2: moving samples 10.19-10.21 s, sampling 10.22-10.27 s; the arm is in FAULT from 10.205 to 10.3 s
+    fault = _write_bag(tmp_path / "fault", grid_path, poses, setpoint=_commanded, samples=6,
+                       states=[(9.0, "ENABLED", True), (10.205, "FAULT", False), (10.3, "ENABLED", True)])
+    data = load_poses(fault, effort="measured")
+    assert data.dropped == 1 and np.allclose(data.q, np.delete(poses, 2, axis=0))
+    assert data.not_ready_samples == 1 + 6 + 2 and data.invalid_samples == 0
+    assert load_poses(fault).not_ready_samples == 2 * 9  # measured_js and setpoint_js
+    with pytest.raises(DataError, match="no /MTML/measured_js sample while /MTML/operating_state said"):
+        load_poses(_write_bag(tmp_path / "off", grid_path, poses, setpoint=_commanded,
+                              states=[(9.0, "DISABLED", False)]))
+
+
+def test_bag_without_player_status_or_setpoint_is_refused(tmp_path):
     from dvrk_ident_ros.data.bags import write_joint_state_bag
 
-    t = np.arange(5) * 0.01
+    t = 1.0 + np.arange(5) * 0.01
     bag = write_joint_state_bag(tmp_path / "bag", {"/MTML/measured_js": (t, np.zeros((5, 7)), np.zeros((5, 7)),
                                                                          np.zeros((5, 7)))})
     with pytest.raises(DataError, match="not a pose-grid recording"):
         load_poses(bag)
+    grid_path = _grid(tmp_path)
+    old = _write_bag(tmp_path / "old", grid_path, _poses(grid_path))  # recorded without setpoint_js
+    with pytest.raises(DataError, match=r"no /MTML/setpoint_js: the fit uses the commanded effort.*--effort measured"):
+        load_poses(old)
+    assert len(load_poses(old, effort="measured").q) == len(_poses(grid_path))
+
+
+def _mlse_grid(tmp_path):
+    """Sweeps of every joint 1-6 in both directions, as MLSE needs (auxiliary values as test_gc's)."""
+    aux = {6: 4, 5: 2, 4: 2, 3: 1}
+    sweeps = []
+    for i in range(1, 7):
+        for a in (np.linspace(-0.3, 0.3, 3) if i in aux else [0.0]):
+            base = np.array([0.2, 0.1, 0.1, 0.0, 1.5, 0.0, 0.0])
+            if i in aux:
+                base[aux[i]] = a
+            poses = np.tile(base, (12, 1))
+            poses[:, i - 1] = np.linspace(-1.0, 1.2, 12)
+            for direction in ("positive", "negative"):
+                sweeps.append({"estimated_joint": i, "auxiliary_joint": aux.get(i, 0) + 1 if i in aux else None,
+                               "auxiliary_value": float(a) if i in aux else None, "direction": direction,
+                               "poses": (poses if direction == "positive" else poses[::-1]).tolist()})
+    return save_grid(tmp_path / "mlse_grid.yaml", {"arm": "MTML", "coordinates": "dvrk", "units": "rad",
+                                                   "settle_time": 0.1, "samples_per_pose": 2, "sweeps": sweeps})
+
+
+def test_gc_fit_uses_the_commanded_effort_unless_told_otherwise(tmp_path, capsys):
+    """`dvrk-ident gc fit` on a bag whose setpoint_js and measured_js efforts differ: the default fit is the
+    setpoint's (known parameters recovered), `--effort measured` the measured's."""
+    rng = np.random.default_rng(8)
+    theta_pos = np.zeros(40)
+    theta_pos[:10] = rng.normal(0, 0.05, 10)
+    theta_pos[10:] = rng.normal(0, 0.02, 30)
+    theta_pos[17:20] = 0.0  # joint 2 is first order; the same parameters in both directions
+    grid_path = _mlse_grid(tmp_path)
+    poses = _poses(grid_path)
+    commanded = torques(poses, theta_pos)
+    current = 1.3 * commanded + 0.05  # a different measured effort
+    bag = _write_bag(tmp_path / "bag", grid_path, poses, samples=2,
+                     setpoint=lambda i, q: commanded[i], measured=lambda i, q: current[i])
+    for effort, expected in ((None, commanded), ("measured", current)):
+        out = tmp_path / f"gc-{effort}.json"
+        args = ["gc", "fit", "--data", str(bag), "--arm", "MTML", "--out", str(out)]
+        assert cli.main(args + (["--effort", effort] if effort else [])) == 0
+        printed = capsys.readouterr().out
+        assert f"efforts from /MTML/{effort or 'setpoint'}_js" in printed
+        params = load_gc(out)
+        assert np.allclose(params.theta_pos, fit_mlse(_grid_poses(grid_path, expected)).theta(+1), atol=1e-9)
+        if effort is None:
+            assert np.allclose(params.theta_pos, theta_pos, atol=1e-8)
+            assert np.allclose(params.theta_neg, theta_pos, atol=1e-8)
+
+
+def _grid_poses(grid_path, tau):
+    """The grid's poses with efforts ``tau``, as the loader should average them."""
+    sweeps = yaml.safe_load(grid_path.read_text())["sweeps"]
+    rows = [(s["estimated_joint"], 1 if s["direction"] == "positive" else -1,
+             np.nan if s["auxiliary_value"] is None else s["auxiliary_value"], k) for k, s in enumerate(sweeps)
+            for _ in s["poses"]]
+    joint, direction, aux, sweep = (np.array(c) for c in zip(*rows, strict=True))
+    return PoseData(_poses(grid_path), tau, joint, direction, aux, sweep)

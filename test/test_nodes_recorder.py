@@ -1,4 +1,5 @@
-"""The recorder (issue 8): the ROS-free streaming bag writer, and the node across processes."""
+"""The recorder (issues 8, 17): the ROS-free streaming bag writer (stamp-0 samples left out and counted,
+the arm's operating state recorded), and the node across processes, alone and against the simulated arm."""
 from __future__ import annotations
 
 import subprocess
@@ -11,7 +12,7 @@ import yaml
 from helpers.processes import output_of, running
 
 from dvrk_ident_ros.data.bags import load_bag, read_joint_states
-from dvrk_ident_ros.data.interfaces import JOINT_STATE, PLAYER_STATUS, typestore
+from dvrk_ident_ros.data.interfaces import JOINT_STATE, OPERATING_STATE, PLAYER_STATUS, typestore
 from dvrk_ident_ros.data.recording import BAG_VERSION, BagWriter, GapCounter
 from dvrk_ident_ros.errors import DataError
 
@@ -20,11 +21,13 @@ TOPICS = {MEASURED: JOINT_STATE, JAW: JOINT_STATE, STATUS: PLAYER_STATUS}
 T0 = 1_700_000_000 * 10**9
 
 
-def _joint_state(k: int, joints: int) -> bytes:
+def _joint_state(k: int, joints: int, valid: bool = True) -> bytes:
+    """Sample k (stamp 1000 s + k ms); not ``valid``: stamp 0, as the dVRK marks invalid data."""
     store = typestore()
     Header, Time = store.types["std_msgs/msg/Header"], store.types["builtin_interfaces/msg/Time"]
+    stamp = Time(sec=1000 + k // 1000, nanosec=(k % 1000) * 10**6) if valid else Time(sec=0, nanosec=0)
     msg = store.types[JOINT_STATE](
-        header=Header(stamp=Time(sec=1000 + k // 1000, nanosec=(k % 1000) * 10**6), frame_id=""),
+        header=Header(stamp=stamp, frame_id=""),
         name=[f"j{i}" for i in range(joints)], position=np.arange(joints) + float(k),
         velocity=np.full(joints, 0.5), effort=np.full(joints, -1.0 * k))
     return bytes(store.serialize_cdr(msg, JOINT_STATE))
@@ -88,6 +91,61 @@ def test_writer_refuses_to_overwrite_and_reports_bad_input(tmp_path):
     assert (tmp_path / "third" / "metadata.yaml").is_file()
 
 
+def _operating_state(state: str, homed: bool, busy: bool = False) -> bytes:
+    store = typestore()
+    if OPERATING_STATE not in store.types:
+        pytest.skip("crtk_msgs is not installed (make setup builds its stand-in)")
+    Header, Time = store.types["std_msgs/msg/Header"], store.types["builtin_interfaces/msg/Time"]
+    msg = store.types[OPERATING_STATE](header=Header(stamp=Time(sec=1, nanosec=0), frame_id=""), state=state,
+                                       is_homed=homed, is_busy=busy)
+    return bytes(store.serialize_cdr(msg, OPERATING_STATE))
+
+
+def test_writer_leaves_stamp0_samples_out_and_records_the_operating_state(tmp_path):
+    """Stamp-0 samples of the stamped topics are counted, not written (metadata says how many); the
+    operating state reads back and tells the loader when the arm was ready."""
+    from dvrk_ident_ros.data.bags import arm_readiness, read_joint_state_topic
+    from dvrk_ident_ros.data.interfaces import cdr_stamp_is_zero
+
+    assert cdr_stamp_is_zero(_joint_state(5, 6, valid=False)) and not cdr_stamp_is_zero(_joint_state(0, 6))
+    state = "/PSM1/operating_state"
+    topics = {**TOPICS, state: OPERATING_STATE}
+    with BagWriter(tmp_path / "bag", topics, main_topic=MEASURED, stamped_topics=[MEASURED, JAW]) as bag:
+        assert bag.write(state, _operating_state("DISABLED", False), T0)
+        for k in range(100):
+            valid = not 20 <= k < 50
+            if k == 50:
+                bag.write(state, _operating_state("ENABLED", True), T0 + k * 10**6 - 1)
+            assert bag.write(MEASURED, _joint_state(k, 6, valid), T0 + k * 10**6) is valid
+            bag.write(JAW, _joint_state(k, 1, valid and k != 70), T0 + k * 10**6 + 1000)
+        assert bag.counts == {MEASURED: 70, JAW: 69, STATUS: 0, state: 2}
+        assert bag.invalid_counts == {MEASURED: 30, JAW: 31}
+    info = yaml.safe_load((tmp_path / "bag" / "metadata.yaml").read_text())["rosbag2_bagfile_information"]
+    assert yaml.safe_load(info["custom_data"]["dvrk_ident.invalid_samples"]) == {MEASURED: 30, JAW: 31}
+    assert info["custom_data"]["dvrk_ident.gap_count"] == "1"  # the 30 ms without data
+    read = read_joint_state_topic(tmp_path / "bag", MEASURED)
+    assert read.invalid == 0 and np.array_equal(read.position[:, 0], [k for k in range(100) if not 20 <= k < 50])
+    readiness = arm_readiness(tmp_path / "bag", MEASURED)
+    assert list(readiness.ready) == [False, True]
+    assert np.array_equal(readiness.mask(read.logged), read.position[:, 0] >= 50)
+    with pytest.raises(DataError, match="does not start with a std_msgs/Header"):
+        BagWriter(tmp_path / "other", {"/x": "std_msgs/msg/String"}, stamped_topics=["/x"])
+    with pytest.raises(DataError, match="not recorded"):
+        BagWriter(tmp_path / "third", TOPICS, stamped_topics=["/y"])
+    assert not (tmp_path / "other").exists() and not (tmp_path / "third").exists()
+
+
+def test_recorded_and_stamped_topics(ros_env):
+    from dvrk_ident_ros.nodes.recorder import recorded_topics, stamped_topics
+
+    topics = recorded_topics("MTML", extra_topics=["/MTML/gravity_compensation/setpoint_js", "/other/js"])
+    assert topics["/MTML/operating_state"] == OPERATING_STATE
+    assert stamped_topics("MTML", topics) == ["/MTML/measured_js", "/MTML/setpoint_js", "/MTML/gripper/measured_js",
+                                              "/MTML/gravity_compensation/setpoint_js"]
+    assert "/PSM1/operating_state" not in recorded_topics("PSM1", operating_state=False)  # no crtk_msgs
+    assert stamped_topics("PSM1", recorded_topics("PSM1", record_setpoint=False)) == [MEASURED, JAW]
+
+
 def test_gap_counting():
     fixed = GapCounter(threshold=0.0025)
     for t in [0, 1, 2, 6, 7, 8, 20, 5, 6]:  # ms; 5 after 20: a restarted clock, not an interval
@@ -128,24 +186,37 @@ def _recorder(bag_path, *params: str) -> list[str]:
 
 @pytest.mark.ros
 def test_node_records_every_message_and_finalises_on_sigint(ros_env, rclpy_context, tmp_path):
+    """500 samples at about 1 kHz, none lost; 40 stamp-0 samples before them counted, not recorded; the
+    arm's operating state (transient_local, published before the recorder starts) in the bag."""
     import rclpy
     from rclpy.duration import Duration
     from rclpy.executors import SingleThreadedExecutor
     from sensor_msgs.msg import JointState
 
     from dvrk_ident.msg import PlayerStatus, RecorderStatus
-    from dvrk_ident_ros.nodes.common import STATE_QOS
+    from dvrk_ident_ros.nodes.common import EVENT_QOS, STATE_QOS, crtk_messages
 
+    crtk = crtk_messages()
+    if crtk is None:
+        pytest.skip("crtk_msgs is not installed (make setup builds its stand-in)")
     node = rclpy.create_node("recorder_test_publisher", context=rclpy_context)
     executor = SingleThreadedExecutor(context=rclpy_context)
     executor.add_node(node)
     measured = node.create_publisher(JointState, MEASURED, STATE_QOS)
     jaw = node.create_publisher(JointState, JAW, STATE_QOS)
     player = node.create_publisher(PlayerStatus, STATUS, 10)
+    arm_state = node.create_publisher(crtk.OperatingState, "/PSM1/operating_state", EVENT_QOS)
+    arm_state.publish(crtk.OperatingState(state="DISABLED", is_homed=False, is_busy=False))
     statuses: list[RecorderStatus] = []
     node.create_subscription(RecorderStatus, "/dvrk_ident/recorder_status", statuses.append, 10)
     bag_path = tmp_path / "bag"
-    count = 500
+    count, invalid = 500, 40
+
+    def figures() -> tuple[dict, dict]:
+        last = statuses[-1]
+        return (dict(zip(last.topics, last.message_counts, strict=True)),
+                dict(zip(last.topics, last.invalid_counts, strict=True)))
+
     with running(_recorder(bag_path), ros_env) as proc:
         deadline = time.monotonic() + 20.0
         while (not statuses or measured.get_subscription_count() < 1 or jaw.get_subscription_count() < 1
@@ -153,6 +224,14 @@ def test_node_records_every_message_and_finalises_on_sigint(ros_env, rclpy_conte
             executor.spin_once(timeout_sec=0.05)
         assert statuses, f"no recorder status:\n{output_of(proc)}"
         assert statuses[-1].recording and statuses[-1].bag_path == str(bag_path)
+        zero = JointState(name=[f"j{i}" for i in range(6)], position=[0.0] * 6, velocity=[0.0] * 6, effort=[0.0] * 6)
+        jaw_zero = JointState(name=["jaw"], position=[0.0], velocity=[0.0], effort=[0.0])
+        for _ in range(invalid):  # the arm not ready: zeros with stamp 0
+            measured.publish(zero)
+            jaw.publish(jaw_zero)
+            time.sleep(1e-3)
+        arm_state.publish(crtk.OperatingState(state="ENABLED", is_homed=True, is_busy=False))
+        time.sleep(0.1)
         player.publish(PlayerStatus(arm="PSM1", trajectory_file="traj.csv", phase=PlayerStatus.PHASE_PLAYING))
         time.sleep(0.1)  # as the player does: its PLAYING status, then the motion (another topic: no ordering)
         msg = JointState(name=[f"j{i}" for i in range(6)], velocity=[0.0] * 6, effort=[0.0] * 6)
@@ -171,13 +250,19 @@ def test_node_records_every_message_and_finalises_on_sigint(ros_env, rclpy_conte
         deadline = time.monotonic() + 8.0
         while time.monotonic() < deadline and proc.poll() is None:
             executor.spin_once(timeout_sec=0.1)
-            counts = dict(zip(statuses[-1].topics, statuses[-1].message_counts, strict=True))
+            counts, dropped = figures()
             if counts.get(MEASURED) == count and counts.get(JAW) == count and counts.get(STATUS) == 2:
                 break
+        counts, dropped = figures()
+        assert dropped == {MEASURED: invalid, JAW: invalid, "/PSM1/setpoint_js": 0, "/PSM1/jaw/setpoint_js": 0,
+                           "/PSM1/operating_state": 0, STATUS: 0}
+        assert counts["/PSM1/operating_state"] == 2 and statuses[-1].operating_state == "ENABLED, homed"
     node.destroy_node()
     out = output_of(proc)
     assert proc.returncode == 0, out
     assert "closed" in out and f"{MEASURED} {count}" in out, out
+    assert f"not recorded (header.stamp 0, arm not ready): {MEASURED} {invalid}, {JAW} {invalid}" in out, out
+    assert "PSM1: DISABLED, not homed (PSM1 is DISABLED: power on and home it" in out, out
     assert (bag_path / "metadata.yaml").is_file()
     _, q, _, _, _ = read_joint_states(bag_path, MEASURED)
     assert np.array_equal(q[:, 0], np.arange(count)), "messages lost or reordered"
@@ -189,7 +274,10 @@ def test_node_records_every_message_and_finalises_on_sigint(ros_env, rclpy_conte
     with Reader(bag_path) as reader:
         phases = [typestore().deserialize_cdr(raw, c.msgtype).phase
                   for c, _, raw in reader.messages() if c.topic == STATUS]
+        states = [typestore().deserialize_cdr(raw, c.msgtype).state
+                  for c, _, raw in reader.messages() if c.topic == "/PSM1/operating_state"]
     assert phases == [PlayerStatus.PHASE_PLAYING, PlayerStatus.PHASE_DONE]
+    assert states == ["DISABLED", "ENABLED"]
 
 
 @pytest.mark.ros
@@ -202,3 +290,77 @@ def test_node_refuses_an_existing_bag_and_bad_parameters(ros_env, tmp_path):
         assert proc.returncode == 2, proc.stdout + proc.stderr
         assert message in proc.stdout
         assert not (tmp_path / "new").exists()
+
+
+@pytest.mark.ros
+def test_node_against_the_simulated_arm_from_disabled_to_homed(ros_env, rclpy_context, tmp_path):
+    """The simulated MTML starts DISABLED (stamp-0 zeros) and is homed through state_command: the bag holds
+    its operating states, the stamp-0 samples are counted (status, exit line, metadata) and none is in the
+    bag or loaded as data."""
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+
+    from dvrk_ident.msg import RecorderStatus
+    from dvrk_ident_ros.data.bags import arm_readiness, read_joint_state_topic
+    from dvrk_ident_ros.model.description import load_description
+    from dvrk_ident_ros.nodes.common import crtk_messages
+
+    crtk = crtk_messages()
+    if crtk is None:
+        pytest.skip("crtk_msgs is not installed (make setup builds its stand-in)")
+    measured, state_topic = "/MTML/measured_js", "/MTML/operating_state"
+    node = rclpy.create_node("recorder_sim_test", context=rclpy_context)
+    executor = SingleThreadedExecutor(context=rclpy_context)
+    executor.add_node(node)
+    console = node.create_publisher(crtk.StringStamped, "/MTML/state_command", 10)
+    statuses: list[RecorderStatus] = []
+    node.create_subscription(RecorderStatus, "/dvrk_ident/recorder_status", statuses.append, 10)
+
+    def figures(topic: str) -> tuple[int, int]:
+        last = statuses[-1]
+        return (dict(zip(last.topics, last.message_counts, strict=True)).get(topic, 0),
+                dict(zip(last.topics, last.invalid_counts, strict=True)).get(topic, 0))
+
+    def spin_until(condition, seconds: float) -> bool:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline and sim.poll() is None and recorder.poll() is None:
+            executor.spin_once(timeout_sec=0.05)
+            if statuses and condition():
+                return True
+        return False
+
+    bag_path = tmp_path / "bag"
+    sim_cmd = [sys.executable, "-m", "dvrk_ident_ros.nodes.simulated_arm", "--ros-args", "-p", "arm:=MTML",
+               "-p", "initial_state:=DISABLED", "-p", "homing_time:=0.5", "-p", "noise:=false"]
+    rec_cmd = [sys.executable, "-m", "dvrk_ident_ros.nodes.recorder", "--ros-args", "-p", "arm:=MTML",
+               "-p", f"bag_path:={bag_path}"]
+    with running(sim_cmd, ros_env) as sim, running(rec_cmd, ros_env) as recorder:
+        assert spin_until(lambda: figures(measured)[1] >= 20 and statuses[-1].operating_state == "DISABLED, not homed"
+                          and console.get_subscription_count() > 0, 20.0), \
+            f"no stamp-0 samples counted: {statuses[-1:]}\n{output_of(sim)}\n{output_of(recorder)}"
+        assert figures(measured)[0] == 0  # nothing recorded while the arm is DISABLED
+        console.publish(crtk.StringStamped(string="home"))
+        assert spin_until(lambda: statuses[-1].operating_state == "ENABLED, homed" and figures(measured)[0] >= 30,
+                          15.0), f"not homed: {statuses[-1:]}\n{output_of(sim)}\n{output_of(recorder)}"
+    node.destroy_node()
+    out = output_of(recorder)
+    assert recorder.returncode == 0, out
+    assert "MTML: DISABLED, not homed (MTML is DISABLED" in out and "MTML: ENABLED, homed" in out, out
+    line = next(x for x in out.splitlines() if "not recorded (header.stamp 0, arm not ready)" in x)
+    dropped = int(line.split(f"arm not ready): {measured} ")[1].split(",")[0].split(";")[0])
+    assert dropped >= 20, line
+    info = yaml.safe_load((bag_path / "metadata.yaml").read_text())["rosbag2_bagfile_information"]
+    assert yaml.safe_load(info["custom_data"]["dvrk_ident.invalid_samples"])[measured] == dropped
+    read = read_joint_state_topic(bag_path, measured)
+    assert read.invalid == 0 and np.all(read.t > 0)  # no stamp-0 sample in the bag
+    from rosbags.rosbag2 import Reader
+
+    with Reader(bag_path) as reader:
+        states = [typestore().deserialize_cdr(raw, c.msgtype) for c, _, raw in reader.messages()
+                  if c.topic == state_topic]
+    states = [(s.state, s.is_homed, s.is_busy) for s in states]
+    assert states[0] == ("DISABLED", False, False) and states[-1] == ("ENABLED", True, False), states
+    assert ("ENABLED", False, True) in states, states  # homing
+    ready_at = arm_readiness(bag_path, measured).times[-1]
+    data = load_bag(bag_path, load_description("mtm").dvrk_from_motor)
+    assert data.samples == int(np.sum(read.logged >= ready_at)) >= 25

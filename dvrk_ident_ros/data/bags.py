@@ -2,22 +2,40 @@
 
 Reads sensor_msgs/JointState on ``/<ARM>/measured_js`` (and, for a PSM,
 ``/<ARM>/jaw/measured_js`` as the 7th joint), time-stamped by the message
-header (receive time when the header is empty), and converts dVRK joint space
-to motor space with the arm's coupling: q^m = A^-1 q^d, tau^m = A^T tau^d.
+header, and converts dVRK joint space to motor space with the arm's coupling:
+q^m = A^-1 q^d, tau^m = A^T tau^d.
 
-A bag recorded with the project's player also holds its
-``dvrk_ident/msg/PlayerStatus``: only the samples while it reported
-PHASE_PLAYING (the excitation trajectory, rest to rest) are data; the ramp
-from wherever the arm was, the wait before it and the ramp out are not.
+What is not data:
+- a sample with ``header.stamp`` 0, the dVRK's mark of invalid data (arm off,
+  not homed, faulted: all zeros). The project's recorder leaves them out of
+  its bags; bags of other recorders may hold them. Skipped and counted.
+- where the bag holds the arm's ``/<ARM>/operating_state`` (crtk_msgs), a
+  sample received while the last state said the arm was not ENABLED or not
+  homed (busy homing is not homed; busy while homed is the arm's own move:
+  data), or before the first state. Skipped and counted.
+- in a bag recorded with the project's player, which also holds its
+  ``dvrk_ident/msg/PlayerStatus``: a sample outside PHASE_PLAYING (the
+  excitation trajectory, rest to rest); the ramp from wherever the arm was,
+  the wait before it and the ramp out are not data.
+The counts are in the dataset's ``source``.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 
+from dvrk_ident_ros.arm_state import CrtkState
 from dvrk_ident_ros.data.dataset import Dataset
-from dvrk_ident_ros.data.interfaces import JOINT_STATE, PHASE_PLAYING, PLAYER_STATUS, stamp_seconds
+from dvrk_ident_ros.data.interfaces import (
+    JOINT_STATE,
+    OPERATING_STATE,
+    PHASE_PLAYING,
+    PLAYER_STATUS,
+    bag_typestore,
+    stamp_seconds,
+)
 from dvrk_ident_ros.errors import DataError
 
 
@@ -27,18 +45,39 @@ def _typestore():
     return get_typestore(Stores.ROS2_JAZZY)
 
 
+@dataclass(frozen=True)
+class JointStates:
+    """The valid samples of one JointState topic: header time (s), position, velocity, effort
+    (samples x joints), joint names, log time (s: when the recorder received each sample) and how
+    many samples with header.stamp 0 were left out."""
+
+    t: np.ndarray
+    position: np.ndarray
+    velocity: np.ndarray
+    effort: np.ndarray
+    names: list[str]
+    logged: np.ndarray
+    invalid: int = 0
+
+    def select(self, mask: np.ndarray) -> JointStates:
+        return replace(self, t=self.t[mask], position=self.position[mask], velocity=self.velocity[mask],
+                       effort=self.effort[mask], logged=self.logged[mask])
+
+
 def read_joint_states(path: Path, topic: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[str]]:
-    """Time (s), position, velocity, effort arrays of one JointState topic."""
-    return _read_joint_states(path, topic)[:5]
+    """Time (s), position, velocity, effort arrays of one JointState topic (stamp-0 samples left out)."""
+    states = read_joint_state_topic(path, topic)
+    return states.t, states.position, states.velocity, states.effort, states.names
 
 
-def _read_joint_states(path: Path, topic: str):
-    """:func:`read_joint_states` and, last, when the recorder received each message (log time, s)."""
+def read_joint_state_topic(path: Path, topic: str) -> JointStates:
+    """One JointState topic of a bag; samples with header.stamp 0 are skipped and counted."""
     from rosbags.rosbag2 import Reader
 
     store = _typestore()
     t, pos, vel, eff, logged = [], [], [], [], []
     names: list[str] = []
+    invalid = 0
     try:
         with Reader(path) as reader:
             connections = [c for c in reader.connections if c.topic == topic]
@@ -49,8 +88,10 @@ def _read_joint_states(path: Path, topic: str):
                 raise DataError(f"{path}: {topic} is {connections[0].msgtype}, expected {JOINT_STATE}")
             for connection, stamp, raw in reader.messages(connections=connections):
                 msg = store.deserialize_cdr(raw, connection.msgtype)
-                header = stamp_seconds(msg.header.stamp)
-                t.append(header if header > 0 else stamp * 1e-9)
+                if msg.header.stamp.sec == 0 and msg.header.stamp.nanosec == 0:
+                    invalid += 1
+                    continue
+                t.append(stamp_seconds(msg.header.stamp))
                 logged.append(stamp * 1e-9)
                 pos.append(np.asarray(msg.position, dtype=float))
                 vel.append(np.asarray(msg.velocity, dtype=float))
@@ -61,11 +102,97 @@ def _read_joint_states(path: Path, topic: str):
     except Exception as exc:
         raise DataError(f"{path}: cannot read the bag: {exc}") from exc
     if not t:
+        if invalid:
+            raise DataError(f"{path}: all {invalid} samples of {topic} have header.stamp 0, the dVRK's mark of "
+                            "invalid data: the arm was never ready (powered, homed) while recording")
         raise DataError(f"{path}: {topic} has no messages")
-    width = {len(p) for p in pos}
-    if len(width) != 1 or {len(v) for v in vel} != width or {len(e) for e in eff} != width:
-        raise DataError(f"{path}: {topic} messages have inconsistent lengths (position/velocity/effort)")
-    return np.asarray(t), np.vstack(pos), np.vstack(vel), np.vstack(eff), names, np.asarray(logged)
+    width = max(len(a) for a in (*pos, *vel, *eff))
+    columns = []
+    for field in (pos, vel, eff):  # a field left empty in every message (setpoint_js's velocity) reads as NaN
+        if {len(a) for a in field} == {0}:
+            columns.append(np.full((len(field), width), np.nan))
+        elif {len(a) for a in field} == {width}:
+            columns.append(np.vstack(field))
+        else:
+            raise DataError(f"{path}: {topic} messages have inconsistent lengths (position/velocity/effort)")
+    return JointStates(np.asarray(t), *columns, names, np.asarray(logged), invalid)
+
+
+def data_state(state: str, is_homed: bool) -> bool:
+    """Whether the arm's samples are data in this operating state: ENABLED and homed. Busy homing is not
+    homed; busy while homed is the arm's own move_jp, whose samples are valid."""
+    return state == CrtkState.ENABLED.value and bool(is_homed)
+
+
+@dataclass(frozen=True)
+class ArmReadiness:
+    """The arm's recorded operating states: log times (s, sorted) and whether each allowed data."""
+
+    topic: str
+    times: np.ndarray
+    ready: np.ndarray
+
+    def mask(self, logged: np.ndarray) -> np.ndarray:
+        """True for each log time at which the last state received allowed data (False before the first)."""
+        index = np.searchsorted(self.times, logged, side="right") - 1
+        return (index >= 0) & self.ready[np.clip(index, 0, None)]
+
+
+def operating_state_topic(arm_topic: str) -> str:
+    """``/MTML/measured_js`` -> ``/MTML/operating_state``."""
+    return arm_topic.rsplit("/", 1)[0] + "/operating_state"
+
+
+def arm_readiness(path: Path, arm_topic: str) -> ArmReadiness | None:
+    """The operating states of the arm whose ``arm_topic`` (``/<ARM>/measured_js``) is loaded; None when
+    the bag holds no ``/<ARM>/operating_state``. Read with the definition the bag carries."""
+    from rosbags.rosbag2 import Reader
+
+    topic = operating_state_topic(arm_topic)
+    states: list[tuple[float, bool]] = []
+    try:
+        with Reader(path) as reader:
+            connections = [c for c in reader.connections if c.topic == topic]
+            if not connections:
+                return None
+            if connections[0].msgtype != OPERATING_STATE:
+                raise DataError(f"{path}: {topic} is {connections[0].msgtype}, expected {OPERATING_STATE}")
+            store = bag_typestore(connections)
+            for connection, stamp, raw in reader.messages(connections=connections):
+                msg = store.deserialize_cdr(raw, connection.msgtype)
+                states.append((stamp * 1e-9, data_state(str(msg.state), msg.is_homed)))
+    except DataError:
+        raise
+    except Exception as exc:  # rosbags raises many types for unreadable bags
+        raise DataError(f"{path}: cannot read {topic}: {exc}") from exc
+    states.sort(key=lambda s: s[0])
+    return ArmReadiness(topic, np.array([s[0] for s in states]), np.array([s[1] for s in states], dtype=bool))
+
+
+def valid_joint_states(path: Path, topic: str) -> tuple[JointStates, int, str]:
+    """:func:`read_joint_state_topic` less the samples received while the arm was not ready (see
+    :func:`arm_readiness`): (states, samples left out as not ready, a summary of what was skipped)."""
+    states = read_joint_state_topic(path, topic)
+    readiness = arm_readiness(path, topic)
+    not_ready = 0
+    if readiness is not None:
+        ready = readiness.mask(states.logged)
+        not_ready = int(np.sum(~ready))
+        if not ready.any():
+            raise DataError(f"{path}: no {topic} sample while {readiness.topic} said the arm was ENABLED and "
+                            f"homed ({len(states.t)} samples, {len(readiness.times)} states)")
+        states = states.select(ready)
+    return states, not_ready, skipped_summary(states.invalid, not_ready)
+
+
+def skipped_summary(invalid: int, not_ready: int) -> str:
+    """'12 samples with header.stamp 0 and 30 while the arm was not ready skipped' ('' when none)."""
+    parts = []
+    if invalid:
+        parts.append(f"{invalid} samples with header.stamp 0")
+    if not_ready:
+        parts.append(f"{not_ready} while operating_state said the arm was not ready")
+    return " and ".join(parts) + " skipped" if parts else ""
 
 
 def _topics(path: Path) -> list[str]:
@@ -127,7 +254,11 @@ def load_bag(path: Path, dvrk_from_motor: np.ndarray, topic: str | None = None, 
     ``playing_only``: with player status in the bag, keep the samples of its longest PLAYING window."""
     path = Path(path)
     topic = topic or find_arm_topic(path)
-    t, q, qd, tau, _, logged = _read_joint_states(path, topic)
+    states, _, skipped = valid_joint_states(path, topic)
+    t, q, qd, tau, logged = states.t, states.position, states.velocity, states.effort, states.logged
+    for name, values in (("velocity", qd), ("effort", tau)):
+        if np.isnan(values).all():
+            raise DataError(f"{path}: {topic} messages carry no {name}")
     source = f"{path}:{topic}"
     windows = playing_windows(path) if playing_only else []
     if windows:
@@ -137,6 +268,8 @@ def load_bag(path: Path, dvrk_from_motor: np.ndarray, topic: str | None = None, 
             raise DataError(f"{path}: no {topic} samples while the player was playing ({start:.3f}-{end:.3f} s)")
         t, q, qd, tau = t[inside], q[inside], qd[inside], tau[inside]
         source += f" (the longest of {len(windows)} PLAYING windows of the player: {len(t)} samples)"
+    if skipped:
+        source += f"; {skipped}"
     n = dvrk_from_motor.shape[0]
     jaw_topic = topic.replace("/measured_js", "/jaw/measured_js")
     if q.shape[1] == n - 1 and jaw_topic in _topics(path):  # PSM: the jaw is published separately

@@ -5,14 +5,25 @@ its receive time; :class:`BagWriter` appends them to a rosbag2 bag (MCAP
 storage plus ``metadata.yaml``, written with rosbags in the metadata version
 that ``ros2 bag info`` on Jazzy reads), counts messages per topic and counts
 inter-arrival gaps of the main topic with :class:`GapCounter`.
+
+Invalid data is left out of the bag: a message of an arm's state topic with
+``header.stamp`` 0 (the dVRK's mark: arm off, not homed, faulted; all zeros)
+carries nothing, and a bag whose every sample is data needs no reader to know
+the convention (``ros2 bag play``, other tools). Such messages are counted per
+topic (:attr:`BagWriter.invalid_counts`, ``dvrk_ident.invalid_samples`` in the
+metadata's custom_data); the arm's operating_state, recorded beside them, says
+when and why the arm was not ready. The loaders skip stamp-0 samples all the
+same, for bags of other recorders.
 """
 from __future__ import annotations
 
+import json
 import statistics
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from dvrk_ident_ros.data.interfaces import cdr_stamp_is_zero
 from dvrk_ident_ros.errors import DataError
 
 #: rosbag2 metadata version: what Jazzy writes (rosbags writes 8 or 9).
@@ -84,11 +95,14 @@ class BagWriter:
     ``dvrk_ident/msg/PlayerStatus``, ...); a topic's connection is added to the
     bag with its first message, so topics that never published are not in it.
     Gaps are counted on ``main_topic`` (``gap_threshold`` in s, 0 = automatic).
+    A message of one of the ``stamped_topics`` (types that start with a std_msgs/Header) with
+    ``header.stamp`` 0 is not written, only counted (:attr:`invalid_counts`).
     The bag directory must not exist: a recording is never overwritten.
     """
 
     def __init__(self, path: Path | str, topics: Mapping[str, str] | None = None, *, main_topic: str | None = None,
-                 gap_threshold: float = 0.0, custom_data: Mapping[str, str] | None = None, typestore=None) -> None:
+                 gap_threshold: float = 0.0, custom_data: Mapping[str, str] | None = None, typestore=None,
+                 stamped_topics: Iterable[str] = ()) -> None:
         from rosbags.rosbag2 import StoragePlugin, Writer
         from rosbags.rosbag2.errors import WriterError
 
@@ -105,6 +119,15 @@ class BagWriter:
         self._connections: dict[str, object] = {}
         for topic, msgtype in (topics or {}).items():
             self.add_topic(topic, msgtype)
+        self._invalid: dict[str, int] = {}
+        for topic in stamped_topics:
+            msgtype = self._topics.get(topic)
+            if msgtype is None:
+                raise DataError(f"{topic}: a stamped topic that is not recorded")
+            fields = self._store.fielddefs[msgtype][1]
+            if not fields or fields[0][1][-1] != "std_msgs/msg/Header":
+                raise DataError(f"{topic}: {msgtype} does not start with a std_msgs/Header")
+            self._invalid[topic] = 0
         self.main_topic = main_topic
         self._gaps = GapCounter(gap_threshold)
         self._custom_data = dict(custom_data or {})
@@ -135,6 +158,11 @@ class BagWriter:
         return dict(self._counts)
 
     @property
+    def invalid_counts(self) -> dict[str, int]:
+        """Messages of each stamped topic left out for their header.stamp 0."""
+        return dict(self._invalid)
+
+    @property
     def closed(self) -> bool:
         return self._writer is None
 
@@ -142,8 +170,14 @@ class BagWriter:
         """Inter-arrival gaps of the main topic so far."""
         return self._gaps.stats()
 
-    def write(self, topic: str, data: bytes, stamp_ns: int) -> None:
-        """Append one serialised (CDR) message received at ``stamp_ns`` (ns since the epoch)."""
+    def write(self, topic: str, data: bytes, stamp_ns: int) -> bool:
+        """Append one serialised (CDR) message received at ``stamp_ns`` (ns since the epoch); False (not
+        written, counted) for a message of a stamped topic with header.stamp 0."""
+        if topic in self._invalid and cdr_stamp_is_zero(data):
+            if self._writer is None:
+                raise DataError(f"{self.path}: the bag is closed")
+            self._invalid[topic] += 1
+            return False
         connection = self._connections.get(topic)
         if connection is None:
             connection = self._connect(topic)
@@ -154,6 +188,7 @@ class BagWriter:
         self._counts[topic] += 1
         if topic == self.main_topic:
             self._gaps.add(stamp_ns)
+        return True
 
     def _connect(self, topic: str):
         if self._writer is None:
@@ -174,7 +209,8 @@ class BagWriter:
         gaps = self._gaps.stats()
         custom = {**self._custom_data, "dvrk_ident.gap_topic": self.main_topic or "",
                   "dvrk_ident.gap_count": str(gaps.count), "dvrk_ident.max_gap": f"{gaps.max_gap:.6f}",
-                  "dvrk_ident.gap_threshold": f"{gaps.threshold:.6f}"}
+                  "dvrk_ident.gap_threshold": f"{gaps.threshold:.6f}",
+                  "dvrk_ident.invalid_samples": json.dumps(self._invalid)}
         try:
             for key, value in custom.items():
                 writer.set_custom_data(key, str(value))

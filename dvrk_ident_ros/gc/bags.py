@@ -1,11 +1,18 @@
 """Pose-grid recordings made by the project's player and recorder (rosbag2).
 
-The recorder logs ``/<ARM>/measured_js`` and the player's
-``dvrk_ident/msg/PlayerStatus`` (phase, pose index, direction) with the pose
-grid file it plays. The samples of ``measured_js`` received while the player
-reports PHASE_SAMPLING for a pose are that pose's samples; they are averaged
-as the CUHK samples are (robust mean), and the pose's estimated joint and
-auxiliary value are read from the grid file.
+The recorder logs ``/<ARM>/measured_js``, ``/<ARM>/setpoint_js``, the arm's
+``operating_state`` and the player's ``dvrk_ident/msg/PlayerStatus`` (phase,
+pose index, direction) with the pose grid file it plays. The samples received
+while the player reports PHASE_SAMPLING for a pose are that pose's samples;
+they are averaged as the CUHK samples are (robust mean), and the pose's
+estimated joint and auxiliary value are read from the grid file.
+
+Positions come from ``measured_js``. Efforts, by default, from ``setpoint_js``:
+the effort the PID commands, which is what Lin 2019's MLSE procedure fits
+(the CUHK files' ``desired_effort``); ``effort="measured"`` takes
+``measured_js.effort`` (from the motor currents) instead. Samples with
+header.stamp 0 and samples while the arm was not ready are never data
+(:mod:`dvrk_ident_ros.data.bags`); their counts are kept in the PoseData.
 """
 from __future__ import annotations
 
@@ -13,44 +20,70 @@ from pathlib import Path
 
 import numpy as np
 
-from dvrk_ident_ros.data.interfaces import JOINT_STATE, PHASE_SAMPLING, PLAYER_STATUS, stamp_seconds, typestore
+from dvrk_ident_ros.data.bags import JointStates, find_arm_topic, skipped_summary, valid_joint_states
+from dvrk_ident_ros.data.interfaces import PHASE_SAMPLING, PLAYER_STATUS, stamp_seconds, typestore
 from dvrk_ident_ros.errors import DataError
 from dvrk_ident_ros.excitation.files import load_grid
-from dvrk_ident_ros.gc.data import PoseData, robust_mean
+from dvrk_ident_ros.gc.data import EFFORTS, PoseData, robust_mean
 
 
-def _stamp(msg, recv_ns: int) -> float:
-    t = stamp_seconds(msg.header.stamp)
-    return t if t > 0 else recv_ns * 1e-9
-
-
-def load_pose_bag(path: str | Path, std_filter: float = 0.3, grid_path: str | Path | None = None) -> PoseData:
+def _player_status(path: Path) -> list[tuple]:
+    """(time, phase, pose index, direction, trajectory file, arm) of every PlayerStatus, by header time
+    (the receive time where the header is empty)."""
     from rosbags.rosbag2 import Reader
 
-    path = Path(path)
     store = typestore()
-    status, states = [], []
+    status = []
     try:
         with Reader(path) as reader:
-            for conn, stamp, raw in reader.messages():
-                if conn.msgtype == PLAYER_STATUS:
-                    msg = store.deserialize_cdr(raw, conn.msgtype)
-                    status.append((_stamp(msg, stamp), msg.phase, msg.pose_index, msg.direction, msg.trajectory_file,
-                                   msg.arm))
-                elif conn.msgtype == JOINT_STATE and conn.topic.endswith("/measured_js") and "/jaw/" not in conn.topic \
-                        and "/gripper/" not in conn.topic:
-                    msg = store.deserialize_cdr(raw, conn.msgtype)
-                    states.append((_stamp(msg, stamp), np.asarray(msg.position, float), np.asarray(msg.effort, float)))
+            connections = [c for c in reader.connections if c.msgtype == PLAYER_STATUS]
+            if not connections:  # rosbags reads every topic for an empty list
+                return []
+            for conn, stamp, raw in reader.messages(connections=connections):
+                msg = store.deserialize_cdr(raw, conn.msgtype)
+                t = stamp_seconds(msg.header.stamp)
+                status.append((t if t > 0 else stamp * 1e-9, msg.phase, msg.pose_index, msg.direction,
+                               msg.trajectory_file, msg.arm))
     except Exception as exc:  # rosbags raises many types for unreadable bags
         raise DataError(f"{path}: cannot read the bag: {exc}") from exc
+    return status
+
+
+def _efforts(path: Path, arm_topic: str, measured: JointStates, effort: str) -> tuple[JointStates, int, str]:
+    """The joint states whose effort the fit uses, their not-ready count and their topic."""
+    if effort == "measured":
+        return measured, 0, arm_topic
+    topic = arm_topic.rsplit("/", 1)[0] + "/setpoint_js"
+    try:
+        states, not_ready, _ = valid_joint_states(path, topic)
+    except DataError as exc:
+        if f"no topic {topic}" not in str(exc):
+            raise
+        raise DataError(f"{path}: no {topic}: the fit uses the commanded effort (setpoint_js, as Lin 2019's "
+                        "procedure does); record with record_setpoint true, or fit measured_js's effort "
+                        "(--effort measured)") from None
+    return states, not_ready, topic
+
+
+def load_pose_bag(path: str | Path, std_filter: float = 0.3, grid_path: str | Path | None = None,
+                  effort: str = "setpoint") -> PoseData:
+    """Averaged poses of a pose-grid bag; ``effort``: "setpoint" (commanded, default) or "measured"."""
+    if effort not in EFFORTS:
+        raise DataError(f"effort {effort!r}: expected one of {', '.join(EFFORTS)}")
+    path = Path(path)
+    status = _player_status(path)
     if not status:
         raise DataError(f"{path}: no {PLAYER_STATUS} messages: not a pose-grid recording of the player")
-    if not states:
-        raise DataError(f"{path}: no measured_js messages")
+    arm_topic = find_arm_topic(path)
+    measured, not_ready, _ = valid_joint_states(path, arm_topic)
+    efforts, effort_not_ready, effort_topic = _efforts(path, arm_topic, measured, effort)
+    if measured.position.shape[1] < 7:
+        raise DataError(f"{path}: {arm_topic} has {measured.position.shape[1]} joints, an MTM has 7")
+    if efforts.effort.shape[1] < 7:
+        raise DataError(f"{path}: {effort_topic} has {efforts.effort.shape[1]} efforts, an MTM has 7")
     grid = load_grid(grid_path or status[0][4], arm=status[0][5] or None)
     sweeps = grid["sweeps"]
     offsets = np.cumsum([0] + [len(s["poses"]) for s in sweeps])
-    t_state = np.array([s[0] for s in states])
     windows: dict[int, list[tuple[float, float]]] = {}
     for (t0, phase, index, _, _, _), nxt in zip(status, [*status[1:], None], strict=True):
         if phase == PHASE_SAMPLING:
@@ -58,19 +91,15 @@ def load_pose_bag(path: str | Path, std_filter: float = 0.3, grid_path: str | Pa
     qs, taus, joints, dirs, auxs, sweep_ids = [], [], [], [], [], []
     dropped = 0
     for index, spans in sorted(windows.items()):
-        mask = np.zeros(len(t_state), dtype=bool)
-        for t0, t1 in spans:
-            mask |= (t_state > t0) & (t_state < t1)
         k = int(np.searchsorted(offsets, index, side="right") - 1)
         if not 0 <= k < len(sweeps):
             raise DataError(f"{path}: pose index {index} is not in the grid ({offsets[-1]} poses)")
-        samples = [states[i] for i in np.flatnonzero(mask)]
-        if not samples or any(len(s[1]) < 7 or len(s[2]) < 7 for s in samples):
+        in_q, in_tau = _inside(measured.t, spans), _inside(efforts.t, spans)
+        if not in_q.any() or not in_tau.any():
             dropped += 1
             continue
-        pos = np.array([s[1][:7] for s in samples]).T[None]  # 1 x 7 x samples
-        eff = np.array([s[2][:7] for s in samples]).T[None]
-        q, tau = robust_mean(pos, std_filter)[0], robust_mean(eff, std_filter)[0]
+        q = robust_mean(measured.position[in_q, :7].T[None], std_filter)[0]  # 1 x 7 x samples -> 7
+        tau = robust_mean(efforts.effort[in_tau, :7].T[None], std_filter)[0]
         if not (np.all(np.isfinite(q)) and np.all(np.isfinite(tau))):
             dropped += 1
             continue
@@ -82,6 +111,16 @@ def load_pose_bag(path: str | Path, std_filter: float = 0.3, grid_path: str | Pa
         auxs.append(sweep["auxiliary_value"] if sweep["auxiliary_value"] is not None else np.nan)
         sweep_ids.append(k)
     if not qs:
-        raise DataError(f"{path}: no sampling window with measured_js samples")
+        raise DataError(f"{path}: no sampling window with valid {arm_topic} and {effort_topic} samples")
+    invalid = measured.invalid + (efforts.invalid if efforts is not measured else 0)
+    not_ready += effort_not_ready
     return PoseData(np.array(qs), np.array(taus), np.array(joints), np.array(dirs), np.array(auxs),
-                    np.array(sweep_ids), str(path), dropped)
+                    np.array(sweep_ids), str(path), dropped, effort_topic=effort_topic, invalid_samples=invalid,
+                    not_ready_samples=not_ready, skipped=skipped_summary(invalid, not_ready))
+
+
+def _inside(t: np.ndarray, spans: list[tuple[float, float]]) -> np.ndarray:
+    mask = np.zeros(len(t), dtype=bool)
+    for t0, t1 in spans:
+        mask |= (t > t0) & (t < t1)
+    return mask

@@ -7,7 +7,7 @@ import json
 from dvrk_ident_ros.errors import DataError
 from dvrk_ident_ros.files import add_command_group
 from dvrk_ident_ros.gc.crossval import cross_validate, select_orders
-from dvrk_ident_ros.gc.data import load_poses
+from dvrk_ident_ros.gc.data import EFFORTS, load_poses
 from dvrk_ident_ros.gc.mlse import DEFAULT_ORDERS, relative_errors
 from dvrk_ident_ros.gc.params import load_gc
 
@@ -30,7 +30,7 @@ def _fit(args: argparse.Namespace) -> int:
 
     orders = "auto" if args.orders == "auto" else _orders(args.orders)
     outcome = gc_fit_job(args.data, args.arm, args.out, serial=args.serial or "unknown", method=args.method,
-                         orders=orders)
+                         orders=orders, effort=args.effort)
     print(outcome.summary)
     print(f"written to {outcome.result_file}")
     return 0
@@ -38,7 +38,7 @@ def _fit(args: argparse.Namespace) -> int:
 
 def _check(args: argparse.Namespace) -> int:
     params = load_gc(args.params)
-    data = load_poses(args.data)
+    data = load_poses(args.data, effort=args.effort)
     errors = relative_errors((params.theta_pos, params.theta_neg), data, by_direction=True)
     report = {f"joint{i}": {d: round(100 * errors[(i, d)], 2) for d in ("pos", "neg") if (i, d) in errors}
               for i in range(1, 7)}
@@ -48,7 +48,7 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _orders_cmd(args: argparse.Namespace) -> int:
-    data = load_poses(args.data)
+    data = load_poses(args.data, effort=args.effort)
     orders, table = select_orders(data, folds=args.folds)
     default = cross_validate(data, DEFAULT_ORDERS, folds=args.folds)
     print("cross-validated relative RMS error (%) per joint and polynomial order (whole auxiliary values held out)")
@@ -59,21 +59,31 @@ def _orders_cmd(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_effort(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--effort", choices=EFFORTS, default="setpoint",
+                        help="a bag's effort: setpoint (commanded, setpoint_js; Lin 2019's procedure, default) "
+                             "or measured (measured_js)")
+
+
 def add_gc_commands(sub: argparse._SubParsersAction) -> None:
     gsub = add_command_group(sub, "gc", "MTM gravity compensation (MLSE, dVRK gc files)")
     p = gsub.add_parser("fit", help="fit a gc file (version 2.0) from pose-grid data")
-    p.add_argument("--data", required=True, help="CUHK directory (Train_Joint<i>/...) or .npz of poses")
+    p.add_argument("--data", required=True,
+                   help="pose-grid bag of the player and recorder, CUHK directory (Train_Joint<i>/...) or .npz")
     p.add_argument("--arm", default=None, help="MTML or MTMR (default: from the data path)")
     p.add_argument("--serial", default=None)
     p.add_argument("--orders", default=None, help="polynomial orders of joints 1-6, e.g. 4,1,4,4,4,4, or auto")
     p.add_argument("--method", choices=["mlse", "slse"], default="mlse")
     p.add_argument("--out", default=None, help="default gc-<ARM>-<SN>.json")
+    _add_effort(p)
     p.set_defaults(handler=_fit)
     p = gsub.add_parser("check", help="relative RMS error per joint and direction of a gc file on data")
     p.add_argument("--params", required=True)
     p.add_argument("--data", required=True)
+    _add_effort(p)
     p.set_defaults(handler=_check)
     p = gsub.add_parser("orders", help="choose the polynomial orders by cross-validation")
     p.add_argument("--data", required=True)
     p.add_argument("--folds", type=int, default=5)
+    _add_effort(p)
     p.set_defaults(handler=_orders_cmd)

@@ -9,11 +9,16 @@ per joint; NaN samples are discarded first and a pose with no finite sample
 is dropped (counted in ``PoseData.dropped``). The first two and the last pose
 of every sweep are dropped by default, as the original tool did (joint-limit
 and cable transients).
+
+Efforts: the CUHK files hold the commanded effort (``desired_effort``), which
+is what Lin 2019's MLSE fits; a rosbag2 recording is read the same way by
+default (``setpoint_js``), or with ``effort="measured"`` from ``measured_js``
+(:mod:`dvrk_ident_ros.gc.bags`).
 """
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -35,10 +40,14 @@ class PoseData:
     source: str = ""
     dropped: int = 0
     files: list[str] = field(default_factory=list)
+    effort_topic: str = ""  # a bag's topic the efforts were read from ('' for other sources)
+    invalid_samples: int = 0  # a bag's samples with header.stamp 0 (arm not ready), skipped
+    not_ready_samples: int = 0  # a bag's samples while its operating_state said not ready, skipped
+    skipped: str = ""  # both counts in words ('' when none)
 
     def select(self, mask: np.ndarray) -> PoseData:
-        return PoseData(self.q[mask], self.tau[mask], self.joint[mask], self.direction[mask], self.auxiliary[mask],
-                        self.sweep[mask], self.source, self.dropped, self.files)
+        return replace(self, q=self.q[mask], tau=self.tau[mask], joint=self.joint[mask],
+                       direction=self.direction[mask], auxiliary=self.auxiliary[mask], sweep=self.sweep[mask])
 
     @property
     def joints_present(self) -> list[int]:
@@ -116,14 +125,24 @@ def load_cuhk(root: str | Path, std_filter: float = 0.3, trim: tuple[int, int] =
                     np.concatenate(auxs), np.concatenate(sweeps), str(root), dropped, files)
 
 
-def load_poses(path: str | Path, **kwargs) -> PoseData:
+#: Where a bag's efforts come from: the commanded effort (setpoint_js, the default) or the measured one.
+EFFORTS = ("setpoint", "measured")
+
+
+def load_poses(path: str | Path, effort: str = "setpoint", **kwargs) -> PoseData:
     """CUHK directory, a rosbag2 recording of the player (directory with metadata.yaml),
-    or an .npz with arrays q, tau, joint, direction (auxiliary, sweep optional)."""
+    or an .npz with arrays q, tau, joint, direction (auxiliary, sweep optional).
+
+    ``effort`` ("setpoint" or "measured") chooses a bag's effort topic; CUHK files hold only the
+    commanded effort (``desired_effort``), so "measured" is refused for them; an .npz's tau is taken
+    as it is."""
+    if effort not in EFFORTS:
+        raise DataError(f"effort {effort!r}: expected one of {', '.join(EFFORTS)}")
     path = Path(path)
     if path.is_dir() and (path / "metadata.yaml").is_file():
         from dvrk_ident_ros.gc.bags import load_pose_bag
 
-        return load_pose_bag(path, **{k: v for k, v in kwargs.items() if k == "std_filter"})
+        return load_pose_bag(path, effort=effort, **{k: v for k, v in kwargs.items() if k == "std_filter"})
     if path.suffix == ".npz":
         try:
             with np.load(path) as z:
@@ -140,4 +159,7 @@ def load_poses(path: str | Path, **kwargs) -> PoseData:
         data = data.select(ok)
         data.dropped = int(np.sum(~ok))
         return data
+    if effort == "measured" and path.is_dir():
+        raise DataError(f"{path}: CUHK .mat files hold the commanded effort (desired_effort) only: "
+                        "the measured effort is for rosbag2 recordings")
     return load_cuhk(path, **kwargs)

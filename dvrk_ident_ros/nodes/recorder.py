@@ -1,10 +1,17 @@
-"""recorder: an arm's joint states and the player's status into a rosbag2 bag (MCAP + metadata.yaml).
+"""recorder: an arm's joint states, its operating state and the player's status into a rosbag2 bag
+(MCAP + metadata.yaml).
 
 Subscriptions are raw: the serialised bytes go to :class:`~dvrk_ident_ros.data.recording.BagWriter`
 with their receive time (the node clock, so use_sim_time works; wall time while
-that clock reads 0), nothing is deserialised on the hot path. The status
-(counts, inter-arrival gaps of ``measured_js``) is published on
-``/dvrk_ident/recorder_status`` about once a second; SIGINT finalises the bag.
+that clock reads 0), nothing is deserialised on the hot path. The arm's
+``/<ARM>/operating_state`` (crtk_msgs, transient_local) is recorded too, so a
+bag says when the arm was ready; where crtk_msgs is absent it is left out (one
+log line). Samples of the arm's JointState topics with ``header.stamp`` 0 (the
+dVRK's mark of invalid data: arm off, not homed, faulted) are not written, only
+counted: see :mod:`dvrk_ident_ros.data.recording` for why. The status (counts
+written and left out, inter-arrival gaps of ``measured_js``, the arm's state)
+is published on ``/dvrk_ident/recorder_status`` about once a second; SIGINT
+finalises the bag.
 
 Parameters: ``arm`` (PSM1), ``bag_path`` ("" = ``<output_directory>/<arm>-<YYYYmmdd-HHMMSS>``),
 ``output_directory`` (recordings), ``record_setpoint`` (true), ``gap_threshold`` (s, 0 = 2.5 x the
@@ -22,19 +29,21 @@ from rclpy.node import Node
 from sensor_msgs.msg import JointState
 
 from dvrk_ident.msg import PlayerStatus, RecorderStatus
-from dvrk_ident_ros.data.interfaces import JOINT_STATE, PLAYER_STATUS
+from dvrk_ident_ros.arm_state import OperatingStatus
+from dvrk_ident_ros.data.interfaces import JOINT_STATE, OPERATING_STATE, PLAYER_STATUS, typestore
 from dvrk_ident_ros.data.recording import BagWriter
 from dvrk_ident_ros.errors import DvrkIdentError
-from dvrk_ident_ros.nodes.common import STATE_QOS, check_arm_name, declare, guarded, run
+from dvrk_ident_ros.nodes.common import EVENT_QOS, STATE_QOS, check_arm_name, crtk_messages, declare, guarded, run
 
 PLAYER_STATUS_TOPIC = "/dvrk_ident/player_status"
 STATUS_TOPIC = "/dvrk_ident/recorder_status"
-_MSG_CLASSES = {JOINT_STATE: JointState, PLAYER_STATUS: PlayerStatus}
 
 
-def recorded_topics(arm: str, record_setpoint: bool = True, extra_topics: list[str] | None = None) -> dict[str, str]:
+def recorded_topics(arm: str, record_setpoint: bool = True, extra_topics: list[str] | None = None,
+                    operating_state: bool = True) -> dict[str, str]:
     """Topic -> message type recorded for ``arm``: measured (and setpoint) joint states with the
-    PSM jaw or MTM gripper, the player's status and ``extra_topics`` (JointState)."""
+    PSM jaw or MTM gripper, the arm's operating state (where crtk_msgs is available), the player's
+    status and ``extra_topics`` (JointState)."""
     kinds = ["measured_js", "setpoint_js"] if record_setpoint else ["measured_js"]
     prefixes = [f"/{arm}/"]
     if arm.startswith("PSM"):
@@ -42,10 +51,17 @@ def recorded_topics(arm: str, record_setpoint: bool = True, extra_topics: list[s
     topics = {f"{prefix}{kind}": JOINT_STATE for prefix in prefixes for kind in kinds}
     if arm.startswith("MTM"):
         topics[f"/{arm}/gripper/measured_js"] = JOINT_STATE
+    if operating_state:
+        topics[f"/{arm}/operating_state"] = OPERATING_STATE
     topics[PLAYER_STATUS_TOPIC] = PLAYER_STATUS
     for topic in extra_topics or []:
         topics.setdefault(topic if topic.startswith("/") else f"/{topic}", JOINT_STATE)
     return topics
+
+
+def stamped_topics(arm: str, topics: dict[str, str]) -> list[str]:
+    """The arm's JointState topics (``/<ARM>/...``): the dVRK marks their invalid samples with stamp 0."""
+    return [topic for topic, msgtype in topics.items() if msgtype == JOINT_STATE and topic.startswith(f"/{arm}/")]
 
 
 class Recorder(Node):
@@ -66,21 +82,41 @@ class Recorder(Node):
         if not bag_path:
             bag_path = str(Path(output_directory) / f"{arm}-{datetime.now():%Y%m%d-%H%M%S}")
         bag_path = Path(bag_path).expanduser().absolute()
-        topics = recorded_topics(arm, record_setpoint, extra_topics)
+        self._arm = arm
+        self._state_topic = f"/{arm}/operating_state"
+        self._arm_status: OperatingStatus | None = None
+        crtk = crtk_messages()
+        has_state = crtk is not None and OPERATING_STATE in typestore().types
+        if not has_state:
+            self.get_logger().warning(f"crtk_msgs (its OperatingState) is not installed: {self._state_topic} is "
+                                      "not recorded (the bag will not say when the arm was ready; stamp-0 samples "
+                                      "are still left out)")
+        topics = recorded_topics(arm, record_setpoint, extra_topics, operating_state=has_state)
+        classes = {JOINT_STATE: JointState, PLAYER_STATUS: PlayerStatus}
+        if has_state:
+            classes[OPERATING_STATE] = crtk.OperatingState
+            self._state_class = crtk.OperatingState
         self._clock = self.get_clock()
         for topic, msgtype in topics.items():  # before the bag exists: a bad topic name leaves no directory
+            qos = EVENT_QOS if msgtype == OPERATING_STATE else STATE_QOS
             try:
-                self.create_subscription(_MSG_CLASSES[msgtype], topic, self._callback(topic), STATE_QOS, raw=True)
+                self.create_subscription(classes[msgtype], topic, self._callback(topic), qos, raw=True)
             except InvalidTopicNameException as exc:
                 raise DvrkIdentError(f"extra_topics: invalid topic name {topic!r}: {exc}") from exc
         self._bag = BagWriter(bag_path, topics, main_topic=f"/{arm}/measured_js", gap_threshold=gap_threshold,
-                              custom_data={"dvrk_ident.arm": arm})
+                              custom_data={"dvrk_ident.arm": arm}, stamped_topics=stamped_topics(arm, topics))
         self._status = self.create_publisher(RecorderStatus, STATUS_TOPIC, 10)
         self._timer = self.create_timer(1.0, guarded(self, "status", self._publish_status))
         self.get_logger().info(f"recording {len(topics)} topics to {self._bag.path}: {', '.join(topics)}")
 
     def _callback(self, topic: str):
         write = self._write
+        if topic == self._state_topic:
+            def on_state(data: bytes) -> None:
+                write(topic, data)
+                self._log_state(data)
+
+            return guarded(self, topic, on_state)
 
         def on_message(data: bytes) -> None:
             write(topic, data)
@@ -91,11 +127,27 @@ class Recorder(Node):
         stamp = self._clock.now().nanoseconds or time.time_ns()
         self._bag.write(topic, data, stamp)  # signals only set a flag (common.run): never cut mid-write
 
+    def _log_state(self, data: bytes) -> None:
+        """One log line per change of the arm's operating state (a few messages per session)."""
+        from rclpy.serialization import deserialize_message
+
+        msg = deserialize_message(data, self._state_class)
+        status = OperatingStatus(str(msg.state), bool(msg.is_homed), bool(msg.is_busy))
+        if status != self._arm_status:
+            self._arm_status = status
+            reason = status.not_ready_reason(self._arm)
+            self.get_logger().info(f"{self._arm}: {status.describe()}"
+                                   + (f" ({reason}; its stamp-0 samples are not recorded)" if reason else ""))
+
     def _status_message(self, recording: bool) -> RecorderStatus:
         counts = self._bag.counts
+        invalid = self._bag.invalid_counts
         gaps = self._bag.gaps()
         msg = RecorderStatus(recording=recording, bag_path=str(self._bag.path), topics=list(counts),
-                             message_counts=list(counts.values()), gap_count=gaps.count, max_gap=gaps.max_gap)
+                             message_counts=list(counts.values()),
+                             invalid_counts=[invalid.get(topic, 0) for topic in counts],
+                             gap_count=gaps.count, max_gap=gaps.max_gap,
+                             operating_state=self._arm_status.describe() if self._arm_status else "")
         msg.header.stamp = self._clock.now().to_msg()
         return msg
 
@@ -113,8 +165,10 @@ class Recorder(Node):
         finally:
             gaps = self._bag.gaps()
             counts = ", ".join(f"{topic} {n}" for topic, n in self._bag.counts.items() if n)
+            invalid = ", ".join(f"{topic} {n}" for topic, n in self._bag.invalid_counts.items() if n)
             self.get_logger().info(
-                f"closed {self._bag.path}: {counts or 'no messages'}; {self._bag.main_topic}: {gaps.count} gaps "
+                f"closed {self._bag.path}: {counts or 'no messages'}; not recorded (header.stamp 0, arm not "
+                f"ready): {invalid or 'none'}; {self._bag.main_topic}: {gaps.count} gaps "
                 f"over {gaps.threshold * 1e3:.2f} ms, largest interval {gaps.max_gap * 1e3:.2f} ms")
             try:
                 self._status.publish(self._status_message(recording=False))
