@@ -152,7 +152,8 @@ def real_time_factor() -> bool:
     with tempfile.TemporaryDirectory() as tmp:
         for arm in ("MTML", "PSM1"):
             with NodeProcess("simulated_arm", {"arm": arm, "publish_clock": True, "real_time_factor": 0.0,
-                                               "publish_rate": 100.0}, log_dir=Path(tmp), env=env), \
+                                               "publish_rate": 100.0, "initial_state": "HOMED"},
+                             log_dir=Path(tmp), env=env), \
                     ArmClient(arm, "rtf_probe") as client:
                 client.position(30.0)
                 client.history.clear()

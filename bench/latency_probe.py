@@ -32,11 +32,10 @@ def probe(arm: str, duration: float, rate: float = 1000.0, joints: int = 7, sett
 
     import rclpy
     from builtin_interfaces.msg import Time
-    from rclpy.experimental import EventsExecutor
     from sensor_msgs.msg import JointState
     from std_msgs.msg import Bool
 
-    from dvrk_ident_ros.nodes.common import STATE_QOS
+    from dvrk_ident_ros.nodes.common import EVENT_QOS, STATE_QOS, crtk_messages
 
     gc.collect()
     gc.disable()  # the probe's own collector pauses must not count as the node's latency
@@ -52,7 +51,16 @@ def probe(arm: str, duration: float, rate: float = 1000.0, joints: int = 7, sett
     node.create_subscription(JointState, f"/{arm}/servo_jf", on_answer, STATE_QOS)
     # as the dVRK does: the compensation commands only once it can turn the arm's own compensation off
     node.create_subscription(Bool, f"/{arm}/use_gravity_compensation", lambda msg: None, 10)
-    executor = EventsExecutor(context=context)
+    # and only to an arm that says it is ENABLED, homed and idle (transient_local: the node gets it late too)
+    crtk = crtk_messages()
+    if crtk is not None:
+        state_pub = node.create_publisher(crtk.OperatingState, f"/{arm}/operating_state", EVENT_QOS)
+        state_pub.publish(crtk.OperatingState(state="ENABLED", is_homed=True, is_busy=False))
+    try:  # the lowest-latency executor (Kilted; Jazzy from rclpy 7.1.4); Humble has none
+        from rclpy.experimental import EventsExecutor as ProbeExecutor
+    except ImportError:
+        from rclpy.executors import SingleThreadedExecutor as ProbeExecutor
+    executor = ProbeExecutor(context=context)
     executor.add_node(node)
     sent: list[int] = []
     stop = threading.Event()

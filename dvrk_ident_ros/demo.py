@@ -3,6 +3,11 @@
 No ROS command-line tools are needed: the nodes run as processes started by
 :mod:`dvrk_ident_ros.launcher` (what ``ros2 launch`` does on a full install).
 
+Every simulated arm starts as a freshly started dVRK console leaves it: DISABLED
+and not homed. The player powers it on and homes it (``home_arm``) before it
+plays, the hold stage does the same through ``/<ARM>/state_command``, as a lab
+does from the console. Stages longer than a few seconds print their progress.
+
 1. Models of the MTM and PSM: generated or loaded from cache, checked against
    the independent Lagrangian.
 2. PSM: simulated_arm (/clock, at ``--real-time-factor``, 1 by default) + trajectory_player
@@ -56,6 +61,8 @@ def _model_stage(arm: str, rng: np.random.Generator) -> None:
 
 
 PSM, MTM = "PSM1", "MTML"
+#: rad (insertion: m); twice the robot's defaults: streamed servo_jp in simulation depends on the machine keeping up
+SIM_PSM_TRACKING_LIMITS = [0.3, 0.3, 0.04, 0.3, 0.3, 0.3, 0.3]
 
 
 def _fresh(path: Path) -> Path:
@@ -69,26 +76,60 @@ def _collect(arm: str, trajectory: Path, bag: Path, logs: Path, env: dict, playe
     """simulated_arm (+ /clock) + recorder + trajectory_player (autostart) until the player is done."""
     from dvrk_ident_ros.errors import DvrkIdentError
     from dvrk_ident_ros.launcher import NodeProcess
+    from dvrk_ident_ros.nodes.clients import ArmClient
 
     start = time.perf_counter()
+    # the simulated arm starts DISABLED and not homed; the player powers it on and homes it (home_arm)
     with NodeProcess("simulated_arm", {"arm": arm, "publish_clock": True, "real_time_factor": rtf,
                                        "publish_rate": rate}, log_dir=logs, env=env, name=f"sim_{arm}"), \
             NodeProcess("recorder", {"arm": arm, "bag_path": str(bag), "use_sim_time": True}, log_dir=logs, env=env,
-                        name=f"recorder_{arm}"):
+                        name=f"recorder_{arm}"), ArmClient(arm, f"demo_progress_{arm}") as client:
         play = NodeProcess("trajectory_player", {"arm": arm, "trajectory_file": str(trajectory), "autostart": True,
-                                                 "use_sim_time": True, **player}, log_dir=logs, env=env,
-                           name=f"player_{arm}")
-        code = play.wait(timeout)
+                                                 "home_arm": True, "use_sim_time": True, **player}, log_dir=logs,
+                           env=env, name=f"player_{arm}")
+        code = _follow_player(play, client, timeout)
         play.stop()
     if code != 0:
         raise DvrkIdentError(f"the player failed (exit {code}):\n{play.tail()}")
     return time.perf_counter() - start
 
 
+def _follow_player(play, client, timeout: float, every: float = 5.0) -> int:
+    """Wait for the player to exit, printing the arm's state and the player's progress every ``every`` s."""
+    from dvrk_ident_ros.errors import DvrkIdentError
+
+    start = time.monotonic()
+    last_print = start
+    said_ready = False
+    while True:
+        try:
+            return play.wait(min(0.5, max(0.05, start + timeout - time.monotonic())))
+        except DvrkIdentError:
+            if time.monotonic() - start > timeout:
+                raise
+        now = time.monotonic()
+        if not said_ready and client.operating.ready:
+            said_ready = True
+            print(f"      {client.arm} powered on and homed ({now - start:.0f} s)", flush=True)
+        if now - last_print < every:
+            continue
+        last_print = now
+        elapsed = now - start
+        status = client.player_status
+        if status is None or status.phase == 0:
+            waiting = client.operating.reason() or "the recorder"
+            print(f"      {elapsed:4.0f} s: waiting for {waiting}", flush=True)
+            continue
+        pose = f"pose {status.pose_index + 1} of {status.pose_count}, " if status.pose_count else ""
+        remaining = elapsed * (1.0 - status.progress) / status.progress if status.progress > 0.01 else float("nan")
+        print(f"      {elapsed:4.0f} s: {pose}{100 * status.progress:.0f} % played, about {remaining:.0f} s "
+              "remaining", flush=True)
+
+
 def _identify(client, out: Path, **request):
     from dvrk_ident_ros.errors import DvrkIdentError
 
-    response = client.identify(output_directory=str(out), **request)
+    response = client.identify(output_directory=str(out), progress_every=5.0, **request)
     if not response.success:
         raise DvrkIdentError(f"/identify failed: {response.message}")
     return response
@@ -102,7 +143,8 @@ def _psm_stage(out: Path, logs: Path, env: dict, rtf: float, periods: int) -> Pa
     trajectory = config_directory() / "trajectories" / "psm_fourier.yaml"
     # streamed servo_jp in simulation depends on the machine keeping up: a looser tracking limit than on the robot
     seconds = _collect(PSM, trajectory, bag, logs, env, {"periods": periods, "stream_rate": 200.0,
-                                                         "tracking_error_limit": 0.3}, rtf, 600.0, rate=200.0)
+                                                         "tracking_error_limit": SIM_PSM_TRACKING_LIMITS}, rtf, 600.0,
+                       rate=200.0)
     model = load_model("psm")
     data = load_dataset(bag, "bag", joints=model.dof, dvrk_from_motor=model.A)
     print(f"[{PSM}] simulated arm + trajectory player + recorder: {data.t[-1] - data.t[0]:.1f} s of "
@@ -183,9 +225,16 @@ def _hold_stage(gc_file: Path, logs: Path, env: dict, poses: int, seed: int) -> 
     with NodeProcess("simulated_arm", {"arm": MTM, "publish_rate": 500.0, "publish_clock": True,
                                        "real_time_factor": 1.0}, log_dir=logs, env=env,
                      name="sim_MTML_hold"), ArmClient(MTM, "demo_hold") as client:
+        seconds = client.home(120.0)  # a DISABLED, unhomed arm, as the console starts it: power on, home
+        print(f"[{MTM}] powered on and homed in {seconds:.1f} s (state_command enable, home)", flush=True)
         client.position(30.0)
         skipped = []
+        hold_start = time.monotonic()
         for k, goal in enumerate(goals):
+            if k:
+                per_pose = (time.monotonic() - hold_start) / k
+                print(f"      pose {k + 1} of {len(goals)}: elapsed {time.monotonic() - hold_start:.0f} s, about "
+                      f"{per_pose * (len(goals) - k):.0f} s remaining", flush=True)
             if not _reach(client, goal):
                 state_age = time.monotonic() - client.state[0]
                 print(f"      pose {k} not reached after 3 move_jp (worst joint "

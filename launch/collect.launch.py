@@ -5,7 +5,11 @@
 
 Starts ``trajectory_player`` (config/trajectory_player.yaml, autostart) and
 ``recorder`` (config/recorder.yaml); with ``sim:=true`` also a simulated arm
-publishing /clock, and every node then uses sim time. When the player exits
+publishing /clock, and every node then uses sim time. The player moves
+nothing until the arm is ENABLED, homed and idle: on a real arm, power it on
+and home it from the console (or ``home_arm:=true``, which sends enable and
+home itself); the simulated arm starts DISABLED and unhomed like a freshly
+started console, and ``sim:=true`` homes it (``home_arm`` defaults to ``sim``). When the player exits
 (the trajectory is finished, or it stopped on an error) the whole launch shuts
 down, which lets the recorder close its bag.
 
@@ -73,6 +77,7 @@ def generate_launch_description():
                 "arm": ParameterValue(arm, value_type=str),
                 "trajectory_file": ParameterValue(LaunchConfiguration("trajectory_file"), value_type=str),
                 "autostart": True,
+                "home_arm": ParameterValue(LaunchConfiguration("home_arm"), value_type=bool),
             },
         ],
         output="screen",
@@ -87,6 +92,10 @@ def generate_launch_description():
         DeclareLaunchArgument(
             "sim", default_value="false", choices=["true", "false"],
             description="true: also start a simulated arm publishing /clock; every node uses sim time"),
+        DeclareLaunchArgument(
+            "home_arm", default_value=sim, choices=["true", "false"],
+            description="true: the player powers the arm on and homes it (state_command enable, home) before "
+                        "it plays; default: the value of sim"),
         DeclareLaunchArgument(
             "output_directory", default_value="recordings",
             description="directory that receives the bag (relative to the working directory)"),

@@ -1,5 +1,6 @@
 """Client side of the nodes for scripts (the demo, tests, benchmarks): call /identify,
-read the arm's state, send move_jp, in a private rclpy context."""
+read the arm's state and operating state, power on and home it, send move_jp, follow the
+player's progress, in a private rclpy context."""
 from __future__ import annotations
 
 import math
@@ -11,10 +12,12 @@ import rclpy
 from rclpy.executors import SingleThreadedExecutor
 from sensor_msgs.msg import JointState
 
+from dvrk_ident.msg import PlayerStatus
 from dvrk_ident.srv import Identify
+from dvrk_ident_ros.arm_state import stamp_is_valid
 from dvrk_ident_ros.data.interfaces import stamp_seconds
 from dvrk_ident_ros.errors import DvrkIdentError
-from dvrk_ident_ros.nodes.common import STATE_QOS, fill_joint_state
+from dvrk_ident_ros.nodes.common import STATE_QOS, ArmStateMonitor, fill_joint_state
 
 
 class ArmClient:
@@ -36,6 +39,10 @@ class ArmClient:
         self.history: list[tuple[float, np.ndarray]] = []  # (state stamp, position) while recording
         self.recording = False
         self.node.create_subscription(JointState, f"/{arm}/servo_jf", self._on_effort, STATE_QOS)
+        self.operating = ArmStateMonitor(self.node, arm)  # /<ARM>/operating_state, state_command
+        self.invalid_states = 0  # measured_js samples with stamp 0 (the arm not ready)
+        self.player_status: PlayerStatus | None = None
+        self.node.create_subscription(PlayerStatus, "/dvrk_ident/player_status", self._on_player, 10)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._spin, daemon=True)
         self._thread.start()
@@ -45,10 +52,41 @@ class ArmClient:
             self.executor.spin_once(timeout_sec=0.05)
 
     def _on_state(self, msg: JointState) -> None:
+        if not stamp_is_valid(msg.header.stamp.sec, msg.header.stamp.nanosec):
+            self.invalid_states += 1  # zeros: the dVRK's mark of an arm that is not ready
+            return
         self.state = (time.monotonic(), np.asarray(msg.position, dtype=float), np.asarray(msg.effort, dtype=float))
         self.states += 1
         if self.recording:
             self.history.append((stamp_seconds(msg.header.stamp), self.state[1]))
+
+    def _on_player(self, msg: PlayerStatus) -> None:
+        if msg.arm == self.arm:
+            self.player_status = msg
+
+    def home(self, timeout: float = 60.0) -> float:
+        """Power on and home the arm as a lab does (state_command enable, then home); returns the seconds
+        until it was ENABLED, homed and idle. A ready arm is left as it is."""
+        if not self.operating.available:
+            return 0.0
+        start = time.monotonic()
+        deadline = start + timeout
+        while self.operating.status is None:
+            if time.monotonic() > deadline:
+                raise DvrkIdentError(f"no /{self.arm}/operating_state within {timeout:.0f} s")
+            time.sleep(0.02)
+        if self.operating.ready:
+            return 0.0
+        status = self.operating.status
+        if status.state != "ENABLED" or not (status.is_homed or status.is_busy):  # else: homing or moving
+            self.operating.send("enable")
+            time.sleep(0.1)
+            self.operating.send("home")
+        while not self.operating.ready:
+            if time.monotonic() > deadline:
+                raise DvrkIdentError(f"{self.arm} not ready after {timeout:.0f} s: {self.operating.reason()}")
+            time.sleep(0.02)
+        return time.monotonic() - start
 
     def _on_effort(self, msg: JointState) -> None:
         if self.first_effort_stamp is None:
@@ -74,15 +112,22 @@ class ArmClient:
     def move_jp(self, q: np.ndarray) -> None:
         self._move.publish(fill_joint_state(JointState(), self.node.get_clock().now().to_msg(), [], q))
 
-    def identify(self, timeout: float = 300.0, **fields) -> Identify.Response:
+    def identify(self, timeout: float = 300.0, progress_every: float = 0.0, **fields) -> Identify.Response:
+        """Call /identify and wait; with ``progress_every`` > 0, print the elapsed time that often."""
         client = self.node.create_client(Identify, "/identify")
         if not client.wait_for_service(timeout_sec=20.0):
             raise DvrkIdentError("/identify is not available")
         future = client.call_async(Identify.Request(**fields))
-        deadline = time.monotonic() + timeout
+        start = time.monotonic()
+        last_print = start
         while not future.done():
-            if time.monotonic() > deadline:
+            now = time.monotonic()
+            if now - start > timeout:
                 raise DvrkIdentError(f"/identify did not answer within {timeout:.0f} s")
+            if progress_every > 0 and now - last_print >= progress_every:
+                last_print = now
+                print(f"      /identify {fields.get('method', '')} running: {now - start:.0f} s "
+                      f"(at most {timeout:.0f} s)", flush=True)
             time.sleep(0.05)
         return future.result()
 
