@@ -120,8 +120,10 @@ def _follow_player(play, client, timeout: float, every: float = 5.0) -> int:
             waiting = client.operating.reason() or "the recorder"
             print(f"      {elapsed:4.0f} s: waiting for {waiting}", flush=True)
             continue
-        pose = f"pose {status.pose_index + 1} of {status.pose_count}, " if status.pose_count else ""
-        remaining = elapsed * (1.0 - status.progress) / status.progress if status.progress > 0.01 else float("nan")
+        # pose_index names the pose in the whole grid; progress is (k + 1/2) / N over the poses played
+        played = round(status.progress * status.pose_count - 0.5) + 1
+        pose = f"pose {min(played, status.pose_count)} of {status.pose_count}, " if status.pose_count else ""
+        remaining = elapsed * (1.0 - status.progress) / status.progress if status.progress > 0.01 else 0.0
         print(f"      {elapsed:4.0f} s: {pose}{100 * status.progress:.0f} % played, about {remaining:.0f} s "
               "remaining", flush=True)
 
