@@ -31,3 +31,30 @@ def add_command_group(sub, name: str, help_text: str):
     commands = group.add_subparsers(dest=f"{name}_command", metavar="COMMAND")
     commands.required = True
     return commands
+
+
+def resolve_package_file(given: str | Path, what: str = "file") -> Path:
+    """One rule for every path a user names (launch argument, action goal, parameter, CLI).
+
+    Absolute (``~`` expanded), else relative to the working directory if it exists
+    there, else relative to the package's share directory (so
+    ``config/grids/mtml_gc_grid.yaml`` works from anywhere). A path found nowhere
+    raises :class:`DataError` naming every place that was looked at.
+    """
+    from dvrk_ident_ros.environment import find_share_directory
+
+    text = str(given).strip()
+    if not text:
+        raise DataError(f"no {what} given")
+    path = Path(text).expanduser()
+    if path.is_absolute():
+        if path.is_file():
+            return path
+        raise DataError(f"{what} {path} does not exist")
+    if path.is_file():
+        return path.resolve()
+    share = find_share_directory()
+    if share is not None and (share / path).is_file():
+        return share / path
+    places = f"{Path.cwd()}" + (f" or {share}" if share is not None else "")
+    raise DataError(f"{what} {text!r} not found (looked in {places})")

@@ -7,7 +7,6 @@ node keeps running; the gravity compensation checks its samples inline instead.
 """
 from __future__ import annotations
 
-import re
 import signal
 import threading
 import time
@@ -22,6 +21,7 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 from rclpy.signals import SignalHandlerOptions
 
 from dvrk_ident_ros.arm_state import OperatingStatus
+from dvrk_ident_ros.arms import arm_family, canonical_arm  # noqa: F401 (arm_family: re-exported)
 from dvrk_ident_ros.errors import DvrkIdentError
 
 #: State and command topics: reliable, deep enough that a 1 kHz stream survives a slow callback.
@@ -34,19 +34,9 @@ CONTROL_STATE_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=100, relia
 EVENT_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1, reliability=ReliabilityPolicy.RELIABLE,
                        durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
-_ARM = re.compile(r"^(MTML|MTMR|PSM[1-3])$")
-
-
 def check_arm_name(arm: str) -> str:
-    """dVRK arm name as used in topic names (MTML, MTMR, PSM1..3)."""
-    if not _ARM.match(arm):
-        raise DvrkIdentError(f"unknown arm {arm!r}: expected MTML, MTMR, PSM1, PSM2 or PSM3")
-    return arm
-
-
-def arm_family(arm: str) -> str:
-    """'mtm' or 'psm' for a dVRK arm name."""
-    return "mtm" if check_arm_name(arm).startswith("MTM") else "psm"
+    """The canonical dVRK arm name (MTML, MTMR, PSM1..3) of ``arm``, given in any case."""
+    return canonical_arm(arm)
 
 
 def fill_joint_state(msg, stamp, names: Sequence[str], position=None, velocity=None, effort=None):
