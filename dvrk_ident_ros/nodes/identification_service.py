@@ -7,6 +7,13 @@ node keeps serving; a request that arrives while a job runs is refused with
 a clear message (or waits its turn with ``allow_queue``). Every failure is an
 answer with ``success = false`` and one line naming the file, field or stage;
 a failed job writes no result file.
+
+What a request may touch (:mod:`dvrk_ident_ros.request_paths`): it writes only
+inside the node's ``output_directory`` (a request's ``output_directory`` is a
+relative path inside it; absolute paths and paths leaving it are refused), and
+reads only existing regular files or directories (inside ``data_directory``
+when that parameter is set). The arm is read in any case and reported
+canonically (``psm1`` -> PSM1) in the answer, the file names and the log.
 """
 from __future__ import annotations
 
@@ -21,20 +28,24 @@ from rclpy.node import Node
 from dvrk_ident.msg import StageTiming
 from dvrk_ident.srv import Identify
 from dvrk_ident_ros.errors import DvrkIdentError
+from dvrk_ident_ros.identify_request import canonical_summary, plan_request
 from dvrk_ident_ros.nodes.common import declare, run
-
-METHODS = ("sdp", "wls", "ols", "mlse")
+from dvrk_ident_ros.request_paths import PathRefusedError
 
 
 class IdentificationServiceNode(Node):
     def __init__(self) -> None:
         super().__init__("identification_service")
-        self.output_directory = Path(declare(self, "output_directory", "identification"))
+        # resolved once: a request writes only inside this directory (dvrk_ident_ros.request_paths)
+        self.output_directory = Path(declare(self, "output_directory", "identification")).expanduser().resolve()
+        data_directory = str(declare(self, "data_directory", "")).strip()
+        self.data_directory = Path(data_directory).expanduser().resolve() if data_directory else None
         self.allow_queue = bool(declare(self, "allow_queue", False))
         self._job = threading.Lock()
         self._current = ""
         self.create_service(Identify, "/identify", self._serve, callback_group=ReentrantCallbackGroup())
-        self.get_logger().info(f"/identify ready (results in {self.output_directory}/)")
+        reads = f"data under {self.data_directory}/" if self.data_directory else "data anywhere this user can read"
+        self.get_logger().info(f"/identify ready (results only under {self.output_directory}/; {reads})")
 
     def _serve(self, request: Identify.Request, response: Identify.Response) -> Identify.Response:
         if not self._job.acquire(blocking=self.allow_queue):
@@ -54,36 +65,23 @@ class IdentificationServiceNode(Node):
         from dvrk_ident_ros.jobs import gc_fit_job, identification_job
 
         start = time.perf_counter()
-        method = request.method.lower() or "sdp"
         response.solver_status = "not_run"
         try:
-            if method not in METHODS:
-                raise DvrkIdentError(f"unknown method {request.method!r} (known: {', '.join(METHODS)})")
-            if not request.data_files:
-                raise DvrkIdentError("no data_files given")
-            if request.model_file:
-                raise DvrkIdentError("model_file: custom arm descriptions are not supported by the service yet; "
-                                     "use the built-in mtm/psm")
-            if request.overrides_yaml:
-                raise DvrkIdentError("overrides_yaml: settings overrides are not supported by the service yet")
-            for f in request.data_files:
-                if not Path(f).exists():
-                    raise DvrkIdentError(f"{f}: no such file or bag")
-            out_dir = Path(request.output_directory or self.output_directory)
-            out_dir.mkdir(parents=True, exist_ok=True)
-            stamp = time.strftime("%Y%m%d-%H%M%S")
-            arm = request.arm.lower()
-            self.get_logger().info(f"/identify: {method} for {arm or '?'} on {', '.join(request.data_files)}")
-            if method == "mlse":
-                if len(request.data_files) != 1:
-                    raise DvrkIdentError("mlse takes one pose-grid bag or CUHK directory")
-                side = arm.upper() if arm.upper() in ("MTML", "MTMR") else None
-                outcome = gc_fit_job(request.data_files[0], side, out_dir / f"gc-{side or 'MTM'}-{stamp}.json")
+            # every check (arm, method, what may be read and written) before anything touches the disk
+            plan = plan_request(arm=request.arm, method=request.method, data_files=list(request.data_files),
+                                data_format=request.data_format, model_file=request.model_file,
+                                overrides_yaml=request.overrides_yaml, output_directory=request.output_directory,
+                                output_base=self.output_directory, data_directory=self.data_directory)
+            self.get_logger().info(f"/identify: {plan.describe()} -> {plan.output_directory}/")
+            plan.output_directory.mkdir(parents=True, exist_ok=True)
+            if not plan.output_directory.resolve().is_relative_to(self.output_directory):  # a link appeared meanwhile
+                raise PathRefusedError(f"{plan.output_directory} now leads outside {self.output_directory}: "
+                                       "nothing written")
+            result_file = plan.result_file(time.strftime("%Y%m%d-%H%M%S"))
+            if plan.method == "mlse":
+                outcome = gc_fit_job(plan.data_files[0], plan.mtm_side, result_file)
             else:
-                family = "psm" if arm.startswith("psm") else "mtm" if arm.startswith("mtm") else arm
-                fmt = request.data_format or None
-                outcome = identification_job(family, list(request.data_files), method,
-                                             out_dir / f"{family}-{method}-{stamp}.json", fmt)
+                outcome = identification_job(plan.family, plan.data_files, plan.method, result_file, plan.data_format)
         except DvrkIdentError as exc:
             response.success = False
             response.message = str(exc)
@@ -95,7 +93,7 @@ class IdentificationServiceNode(Node):
             self.get_logger().error(f"/identify: {response.message}")
             return response
         response.success = True
-        response.message = outcome.summary
+        response.message = canonical_summary(outcome.summary, outcome.arm if plan.method == "mlse" else plan.arm)
         response.result_file = str(outcome.result_file)
         response.report_file = str(outcome.report_file or "")
         response.joint_names = outcome.joint_names[:len(outcome.relative_error)]
@@ -105,7 +103,7 @@ class IdentificationServiceNode(Node):
         response.solver_status = outcome.solver_status
         timings = dict(outcome.timings, total=time.perf_counter() - start)
         response.timings = [StageTiming(stage=k, seconds=float(v)) for k, v in timings.items()]
-        self.get_logger().info(f"/identify: {outcome.summary} -> {outcome.result_file} "
+        self.get_logger().info(f"/identify: {response.message} -> {outcome.result_file} "
                                f"({timings['total']:.1f} s)")
         return response
 
