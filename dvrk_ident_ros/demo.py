@@ -73,7 +73,8 @@ def _fresh(path: Path) -> Path:
 
 def _collect(arm: str, trajectory: Path, bag: Path, logs: Path, env: dict, player: dict, rtf: float,
              timeout: float, rate: float = 100.0) -> float:
-    """simulated_arm (+ /clock) + recorder + trajectory_player (autostart) until the player is done."""
+    """simulated_arm (+ /clock) + recorder + trajectory_player (autostart) until the player is done. The recorder
+    expects the player (as collect.launch.py): a failed run leaves no bag that looks good at ``bag``."""
     from dvrk_ident_ros.errors import DvrkIdentError
     from dvrk_ident_ros.launcher import NodeProcess
     from dvrk_ident_ros.nodes.clients import ArmClient
@@ -82,8 +83,9 @@ def _collect(arm: str, trajectory: Path, bag: Path, logs: Path, env: dict, playe
     # the simulated arm starts DISABLED and not homed; the player powers it on and homes it (home_arm)
     with NodeProcess("simulated_arm", {"arm": arm, "publish_clock": True, "real_time_factor": rtf,
                                        "publish_rate": rate}, log_dir=logs, env=env, name=f"sim_{arm}"), \
-            NodeProcess("recorder", {"arm": arm, "bag_path": str(bag), "use_sim_time": True}, log_dir=logs, env=env,
-                        name=f"recorder_{arm}"), ArmClient(arm, f"demo_progress_{arm}") as client:
+            NodeProcess("recorder", {"arm": arm, "bag_path": str(bag), "use_sim_time": True, "expect_player": True},
+                        log_dir=logs, env=env, name=f"recorder_{arm}"), \
+            ArmClient(arm, f"demo_progress_{arm}") as client:
         play = NodeProcess("trajectory_player", {"arm": arm, "trajectory_file": str(trajectory), "autostart": True,
                                                  "home_arm": True, "use_sim_time": True, **player}, log_dir=logs,
                            env=env, name=f"player_{arm}")
@@ -95,7 +97,8 @@ def _collect(arm: str, trajectory: Path, bag: Path, logs: Path, env: dict, playe
 
 
 def _follow_player(play, client, timeout: float, every: float = 5.0) -> int:
-    """Wait for the player to exit, printing the arm's state and the player's progress every ``every`` s."""
+    """Wait for the player to exit, printing the arm's state and the player's progress (its status on the arm's
+    own topic, /dvrk_ident/<ARM>/player_status) every ``every`` s."""
     from dvrk_ident_ros.errors import DvrkIdentError
 
     start = time.monotonic()
@@ -129,9 +132,11 @@ def _follow_player(play, client, timeout: float, every: float = 5.0) -> int:
 
 
 def _identify(client, out: Path, **request):
+    """/identify; results in the service's own output_directory (``out``): a request may only name a
+    directory inside it, "" is that directory itself."""
     from dvrk_ident_ros.errors import DvrkIdentError
 
-    response = client.identify(output_directory=str(out), progress_every=5.0, **request)
+    response = client.identify(output_directory="", progress_every=5.0, **request)
     if not response.success:
         raise DvrkIdentError(f"/identify failed: {response.message}")
     return response

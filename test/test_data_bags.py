@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers.bags import header, player_status, write_events
 
 from dvrk_ident_ros.data.bags import write_joint_state_bag
 from dvrk_ident_ros.data.loaders import load_dataset
@@ -46,32 +47,14 @@ def test_bag_errors(tmp_path):
 
 
 def _bag_with_player_status(path, t, q, qd, tau, status):
-    """A bag as the recorder writes it: /MTML/measured_js plus the player's status [(time, phase)]."""
-    from rosbags.rosbag2 import StoragePlugin, Writer
+    """A bag as the recorder writes it: /MTML/measured_js plus its player's status [(time, phase)] on its
+    per-arm topic."""
+    from dvrk_ident_ros.data.interfaces import PLAYER_STATUS
 
-    from dvrk_ident_ros.data.interfaces import PLAYER_STATUS, typestore
-
-    store = typestore()
-    Header, Time = store.types["std_msgs/msg/Header"], store.types["builtin_interfaces/msg/Time"]
-    JointState, PlayerStatus = store.types["sensor_msgs/msg/JointState"], store.types[PLAYER_STATUS]
-
-    def header(x):
-        return Header(stamp=Time(sec=int(x), nanosec=round((x - int(x)) * 1e9)), frame_id="")
-
-    with Writer(path, version=9, storage_plugin=StoragePlugin.MCAP) as writer:
-        states = writer.add_connection("/MTML/measured_js", "sensor_msgs/msg/JointState", typestore=store)
-        player = writer.add_connection("/dvrk_ident/player_status", PLAYER_STATUS, typestore=store)
-        events = [(x, 0, k) for k, x in enumerate(t)] + [(x, 1, k) for k, (x, _) in enumerate(status)]
-        for x, kind, k in sorted(events):
-            if kind == 0:
-                msg = JointState(header=header(x), name=[f"j{i}" for i in range(7)], position=q[k], velocity=qd[k],
-                                 effort=tau[k])
-                writer.write(states, int(x * 1e9), store.serialize_cdr(msg, "sensor_msgs/msg/JointState"))
-            else:
-                msg = PlayerStatus(header=header(x), arm="MTML", trajectory_file="t.yaml", phase=status[k][1],
-                                   progress=0.0, pose_index=0, pose_count=0, direction=0)
-                writer.write(player, int(x * 1e9), store.serialize_cdr(msg, PLAYER_STATUS))
-    return path
+    events = _joint_states("/MTML/measured_js", t, q, qd, tau)
+    events += [(x, "/dvrk_ident/MTML/player_status", PLAYER_STATUS, player_status(x, "MTML", phase))
+               for x, phase in status]
+    return write_events(path, events)
 
 
 def test_bag_of_the_player_keeps_only_the_excitation(tmp_path):
@@ -94,28 +77,39 @@ def test_bag_of_the_player_keeps_only_the_excitation(tmp_path):
         load_dataset(late, dvrk_from_motor=A)
 
 
-def _write_events(path, events):
-    """A bag of [(log time s, topic, msgtype, message)], written in log-time order."""
-    from rosbags.rosbag2 import StoragePlugin, Writer
+def test_only_the_player_of_the_bags_own_arm_cuts_it(tmp_path):
+    """Two players' statuses in one bag (per-arm topics, or the global topic of older bags): the MTML bag is cut
+    only by the MTML player; the PSM1 player's PLAYING windows (longer, elsewhere) are never used."""
+    from dvrk_ident_ros.arms import player_status_topic
+    from dvrk_ident_ros.data.bags import LEGACY_PLAYER_STATUS_TOPIC, load_bag, playing_windows, read_player_status
+    from dvrk_ident_ros.data.interfaces import PLAYER_STATUS
 
-    from dvrk_ident_ros.data.interfaces import typestore
+    A = load_description("mtm").dvrk_from_motor
+    t, q, qd, tau = _signals(np.random.default_rng(5), 400, 7)  # 1000.0 .. 1001.995 s
+    mtml = [(1000.2, 1), (1000.3, 2), (1000.6, 7)]
+    psm1 = [(1000.05, 2), (1001.9, 7)]  # a longer window: it would win if it counted
+    states = _joint_states("/MTML/measured_js", t, q, qd, tau)
 
-    store = typestore()
-    with Writer(path, version=9, storage_plugin=StoragePlugin.MCAP) as writer:
-        connections = {}
-        for x, topic, msgtype, msg in sorted(events, key=lambda e: e[0]):
-            if topic not in connections:
-                connections[topic] = writer.add_connection(topic, msgtype, typestore=store)
-            writer.write(connections[topic], round(x * 1e9), store.serialize_cdr(msg, msgtype))
-    return path
+    def statuses(arm, timeline, topic):
+        return [(x, topic, PLAYER_STATUS, player_status(x, arm, phase)) for x, phase in timeline]
 
-
-def _header(x):
-    from dvrk_ident_ros.data.interfaces import typestore
-
-    store = typestore()
-    Header, Time = store.types["std_msgs/msg/Header"], store.types["builtin_interfaces/msg/Time"]
-    return Header(stamp=Time(sec=int(x), nanosec=round((x - int(x)) * 1e9)), frame_id="")
+    per_arm = write_events(tmp_path / "per_arm", states + statuses("MTML", mtml, player_status_topic("MTML"))
+                           + statuses("PSM1", psm1, player_status_topic("PSM1")))
+    # recorded before the per-arm topics: both players on the global topic, the arm written in any case
+    legacy = write_events(tmp_path / "legacy", states + statuses("mtml", mtml, LEGACY_PLAYER_STATUS_TOPIC)
+                          + statuses("PSM1", psm1, LEGACY_PLAYER_STATUS_TOPIC))
+    inside = (t >= 1000.3) & (t <= 1000.6)
+    for bag, topic in ((per_arm, "/dvrk_ident/MTML/player_status"), (legacy, LEGACY_PLAYER_STATUS_TOPIC)):
+        assert np.allclose(playing_windows(bag), [(1000.3, 1000.6)])
+        read_topic, read = read_player_status(bag, "mtml")
+        assert read_topic == topic and [m.phase for _, m in read] == [1, 2, 7]
+        data = load_bag(bag, A)
+        assert np.allclose(data.t, t[inside]) and "1 PLAYING windows of the MTML player" in data.source
+        assert np.allclose(playing_windows(bag, "PSM1"), [(1000.05, 1001.9)])  # read for its own arm: its own
+    # only another arm's player in the bag: nothing cuts it
+    other = write_events(tmp_path / "other", states + statuses("PSM1", psm1, player_status_topic("PSM1"))
+                         + statuses("PSM1", psm1, LEGACY_PLAYER_STATUS_TOPIC))
+    assert playing_windows(other) == [] and load_bag(other, A).samples == 400
 
 
 def _joint_states(topic, t, q, qd, tau, invalid=()):
@@ -126,7 +120,7 @@ def _joint_states(topic, t, q, qd, tau, invalid=()):
     events = []
     for k, x in enumerate(t):
         zero = k in invalid
-        msg = JointState(header=_header(0.0 if zero else x), name=[f"j{i}" for i in range(q.shape[1])],
+        msg = JointState(header=header(0.0 if zero else x), name=[f"j{i}" for i in range(q.shape[1])],
                          position=q[k] * (not zero), velocity=qd[k] * (not zero), effort=tau[k] * (not zero))
         events.append((x, topic, JOINT_STATE, msg))
     return events
@@ -139,7 +133,7 @@ def _operating_states(topic, states):
     if OPERATING_STATE not in typestore().types:
         pytest.skip("crtk_msgs is not installed (make setup builds its stand-in)")
     OperatingState = typestore().types[OPERATING_STATE]
-    return [(x, topic, OPERATING_STATE, OperatingState(header=_header(x), state=state, is_homed=homed, is_busy=busy))
+    return [(x, topic, OPERATING_STATE, OperatingState(header=header(x), state=state, is_homed=homed, is_busy=busy))
             for x, state, homed, busy in states]
 
 
@@ -153,7 +147,7 @@ def test_stamp0_samples_and_samples_while_not_ready_are_not_data(tmp_path):
     t, q, qd, tau = _signals(rng, 400, 7)  # 1000.0 .. 1001.995 s at 200 Hz
     invalid = set(range(100, 150))  # 1000.5 .. 1000.745 s
     states = _joint_states("/MTML/measured_js", t, q, qd, tau, invalid)
-    plain = _write_events(tmp_path / "plain", states)
+    plain = write_events(tmp_path / "plain", states)
     read = read_joint_state_topic(plain, "/MTML/measured_js")
     assert read.invalid == 50 and len(read.t) == 350 and not np.any(read.position == 0.0)
     data = load_bag(plain, A)
@@ -166,7 +160,7 @@ def test_stamp0_samples_and_samples_while_not_ready_are_not_data(tmp_path):
     timeline = [(1000.02, "ENABLED", True, False), (1001.0, "FAULT", False, False),
                 (1001.25, "ENABLED", False, True), (1001.5, "ENABLED", True, False),
                 (1001.6, "ENABLED", True, True), (1001.8, "PAUSED", True, False), (1001.9, "ENABLED", True, False)]
-    bag = _write_events(tmp_path / "states", states + _operating_states("/MTML/operating_state", timeline))
+    bag = write_events(tmp_path / "states", states + _operating_states("/MTML/operating_state", timeline))
     ready = arm_readiness(bag, "/MTML/measured_js")
     assert ready.topic == "/MTML/operating_state" and list(ready.ready) == [True, False, False, True, True, False,
                                                                            True]
@@ -184,11 +178,11 @@ def test_bags_without_data_are_refused(tmp_path):
 
     A = load_description("mtm").dvrk_from_motor
     t, q, qd, tau = _signals(np.random.default_rng(4), 20, 7)
-    never = _write_events(tmp_path / "never", _joint_states("/MTML/measured_js", t, q, qd, tau, set(range(20))))
+    never = write_events(tmp_path / "never", _joint_states("/MTML/measured_js", t, q, qd, tau, set(range(20))))
     with pytest.raises(DataError, match=r"all 20 samples of /MTML/measured_js have header\.stamp 0"):
         load_bag(never, A)
     states = _joint_states("/MTML/measured_js", t, q, qd, tau)
-    disabled = _write_events(tmp_path / "disabled", states + _operating_states(
+    disabled = write_events(tmp_path / "disabled", states + _operating_states(
         "/MTML/operating_state", [(999.0, "DISABLED", False, False)]))
     with pytest.raises(DataError, match="no /MTML/measured_js sample while /MTML/operating_state said the arm"):
         load_bag(disabled, A)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import yaml
+from helpers.bags import header, player_status, write_events
 
 from dvrk_ident_ros import cli
 from dvrk_ident_ros.data.interfaces import JOINT_STATE, OPERATING_STATE, PLAYER_STATUS, typestore
@@ -34,30 +35,32 @@ def _poses(grid_path):
     return np.array([p for s in yaml.safe_load(grid_path.read_text())["sweeps"] for p in s["poses"]])
 
 
-def _header(t):
-    store = typestore()
-    Header, Time = store.types["std_msgs/msg/Header"], store.types["builtin_interfaces/msg/Time"]
-    return Header(stamp=Time(sec=int(t), nanosec=round((t - int(t)) * 1e9)), frame_id="")
-
-
 def _write_bag(path, grid_path, poses, setpoint=None, measured=None, skip_pose=None, invalid=(), states=None,
-               samples=5):
+               samples=5, legacy=False, other_player=None):
     """A pose-grid bag as the recorder writes it (log time = header time). Efforts: ``setpoint(index, q)`` on
     /MTML/setpoint_js (None: no such topic), ``measured(index, q)`` on /MTML/measured_js (default
     0.1 sin q). Sample k of a pose in ``invalid`` is sent as the dVRK sends one when not ready: zeros,
-    stamp 0. ``states``: [(time, state, is_homed)] on /MTML/operating_state."""
-    from rosbags.rosbag2 import StoragePlugin, Writer
-
+    stamp 0. ``states``: [(time, state, is_homed)] on /MTML/operating_state. The player's status on its
+    per-arm topic, or with ``legacy`` on the global /dvrk_ident/player_status (bags recorded before the
+    per-arm topics). ``other_player`` (arm, pose index): that arm's player reports SAMPLING for that pose
+    while the MTML moves to each pose (on its own topic, or the global one with ``legacy``)."""
     store = typestore()
-    Status, JointState = store.types[PLAYER_STATUS], store.types[JOINT_STATE]
+    JointState = store.types[JOINT_STATE]
     measured = measured or (lambda index, q: 0.1 * np.sin(q))
+
+    def status_topic(arm):
+        return "/dvrk_ident/player_status" if legacy else f"/dvrk_ident/{arm}/player_status"
+
     events = []  # (time, topic, msgtype, message)
     t = 10.0
     for index, q in enumerate(poses):
         for phase, count in ((3, 3), (5, samples)):  # moving, then sampling
-            events.append((t, "/dvrk_ident/player_status", PLAYER_STATUS, Status(
-                header=_header(t), arm="MTML", trajectory_file=str(grid_path), phase=phase, progress=0.0,
-                pose_index=index, pose_count=len(poses), direction=1)))
+            events.append((t, status_topic("MTML"), PLAYER_STATUS, player_status(
+                t, "MTML", phase, str(grid_path), pose_index=index, pose_count=len(poses), direction=1)))
+            if other_player and phase == 3:
+                arm, pose = other_player
+                events.append((t, status_topic(arm), PLAYER_STATUS, player_status(
+                    t, arm, 5, str(grid_path), pose_index=pose, pose_count=len(poses), direction=1)))
             for k in range(count):
                 t += 0.01
                 if phase == 5 and index == skip_pose:
@@ -66,22 +69,16 @@ def _write_bag(path, grid_path, poses, setpoint=None, measured=None, skip_pose=N
                 for topic, effort in (("/MTML/measured_js", measured), ("/MTML/setpoint_js", setpoint)):
                     if effort is None:
                         continue
-                    js = JointState(header=_header(0.0 if zero else t), name=[f"j{i}" for i in range(7)],
+                    js = JointState(header=header(0.0 if zero else t), name=[f"j{i}" for i in range(7)],
                                     position=q * (not zero), velocity=np.zeros(7),
                                     effort=np.asarray(effort(index, q), float) * (not zero))
                     events.append((t + (0.001 if "setpoint" in topic else 0.0), topic, JOINT_STATE, js))
     if states is not None:
         OperatingState = store.types[OPERATING_STATE]
         events += [(x, "/MTML/operating_state", OPERATING_STATE,
-                    OperatingState(header=_header(x), state=state, is_homed=homed, is_busy=False))
+                    OperatingState(header=header(x), state=state, is_homed=homed, is_busy=False))
                    for x, state, homed in states]
-    with Writer(path, version=9, storage_plugin=StoragePlugin.MCAP) as w:
-        connections = {}
-        for x, topic, msgtype, msg in sorted(events, key=lambda e: e[0]):
-            if topic not in connections:
-                connections[topic] = w.add_connection(topic, msgtype, typestore=store)
-            w.write(connections[topic], round(x * 1e9), store.serialize_cdr(msg, msgtype))
-    return path
+    return write_events(path, events)
 
 
 def _commanded(index, q):
@@ -105,6 +102,24 @@ def test_pose_bag_loads_averaged_poses(tmp_path):
     assert np.allclose(measured.tau, 0.1 * np.sin(data.q)) and measured.effort_topic == "/MTML/measured_js"
     with pytest.raises(DataError, match="effort 'both'"):
         load_poses(bag, effort="both")
+
+
+def test_only_the_player_of_the_bags_own_arm_cuts_it(tmp_path):
+    """Another arm's player reports SAMPLING for pose 5 while the MTML moves to each pose, and the MTML never
+    samples pose 5: on the other player's own per-arm topic, or on the global topic of older bags, its windows
+    never give pose 5 (or any other) an MTML sample."""
+    grid_path = _grid(tmp_path)
+    poses = _poses(grid_path)
+    expected = load_poses(_write_bag(tmp_path / "alone", grid_path, poses, setpoint=_commanded, skip_pose=5))
+    assert expected.dropped == 1 and np.allclose(expected.q, np.delete(poses, 5, axis=0))
+    for legacy in (False, True):
+        bag = _write_bag(tmp_path / f"mixed-{legacy}", grid_path, poses, setpoint=_commanded, skip_pose=5,
+                         legacy=legacy, other_player=("PSM1", 5))
+        data = load_poses(bag)
+        assert data.dropped == 1, legacy
+        assert np.allclose(data.q, expected.q) and np.allclose(data.tau, expected.tau), legacy
+    old = _write_bag(tmp_path / "old", grid_path, poses, setpoint=_commanded, legacy=True)
+    assert np.allclose(load_poses(old).q, poses)  # a bag of before the per-arm topics still loads
 
 
 def test_stamp0_samples_and_a_not_ready_arm_are_not_data(tmp_path):

@@ -13,10 +13,10 @@ from helpers.processes import output_of, running
 
 from dvrk_ident_ros.data.bags import load_bag, read_joint_states
 from dvrk_ident_ros.data.interfaces import JOINT_STATE, OPERATING_STATE, PLAYER_STATUS, typestore
-from dvrk_ident_ros.data.recording import BAG_VERSION, BagWriter, GapCounter
+from dvrk_ident_ros.data.recording import BAG_VERSION, BagWriter, GapCounter, detect_ros_distro
 from dvrk_ident_ros.errors import DataError
 
-MEASURED, JAW, STATUS = "/PSM1/measured_js", "/PSM1/jaw/measured_js", "/dvrk_ident/player_status"
+MEASURED, JAW, STATUS = "/PSM1/measured_js", "/PSM1/jaw/measured_js", "/dvrk_ident/PSM1/player_status"
 TOPICS = {MEASURED: JOINT_STATE, JAW: JOINT_STATE, STATUS: PLAYER_STATUS}
 T0 = 1_700_000_000 * 10**9
 
@@ -176,8 +176,161 @@ def test_writer_counts_gaps_of_the_main_topic_only(tmp_path):
     assert info["custom_data"]["dvrk_ident.gap_count"] == "1"
 
 
-def _recorder(bag_path, *params: str) -> list[str]:
-    args = [sys.executable, "-m", "dvrk_ident_ros.nodes.recorder", "--ros-args", "-p", "arm:=PSM1",
+#: The keys of one offered QoS profile in rosbag2's metadata (Humble to Kilted).
+QOS_KEYS = {"history", "depth", "reliability", "durability", "deadline", "lifespan", "liveliness",
+            "liveliness_lease_duration", "avoid_ros_namespace_conventions"}
+#: rmw's names of the policies (rmw/qos_string_conversions), as metadata version 9 writes them.
+RMW_NAMES = {"history": {"system_default", "keep_last", "keep_all", "unknown"},
+             "reliability": {"system_default", "reliable", "best_effort", "unknown", "best_available"},
+             "durability": {"system_default", "transient_local", "volatile", "unknown", "best_available"},
+             "liveliness": {"system_default", "automatic", "manual_by_topic", "unknown", "best_available"}}
+
+
+def _check_profile(profile: dict, names: bool) -> None:
+    """One offered QoS profile as rosbag2 parses it: every key; policies named (version 9) or rmw's integers
+    (version 8, Humble); durations {sec, nsec} of integers."""
+    assert set(profile) == QOS_KEYS, profile
+    for policy, allowed in RMW_NAMES.items():
+        if names:
+            assert profile[policy] in allowed, (policy, profile)
+        else:
+            assert isinstance(profile[policy], int) and 0 <= profile[policy] <= 5, (policy, profile)
+    assert isinstance(profile["depth"], int) and isinstance(profile["avoid_ros_namespace_conventions"], bool)
+    for duration in ("deadline", "lifespan", "liveliness_lease_duration"):
+        value = profile[duration]
+        assert set(value) == {"sec", "nsec"} and all(isinstance(v, int) and v >= 0 for v in value.values())
+        assert value["nsec"] < 10**9, value
+
+
+def test_metadata_names_the_distro_and_the_offered_qos(tmp_path):
+    """metadata.yaml as `ros2 bag info` of each distribution reads it: ros_distro is the distribution, not
+    "rosbags"; every topic carries its publishers' offered QoS profiles (a YAML list with the policies named
+    from Jazzy on, version 9; a YAML string of integer policies for Humble, version 8); rosbags reads them
+    back unchanged."""
+    from rosbags.rosbag2 import Reader
+
+    from dvrk_ident_ros.data.recording import INFINITE, OfferedQos
+
+    offered = {MEASURED: [OfferedQos(history=3, depth=0, deadline=INFINITE, lifespan=INFINITE,
+                                     liveliness_lease_duration=INFINITE)],  # what Fast DDS reports
+               STATUS: [OfferedQos(durability=1, depth=1), OfferedQos(reliability=2)]}  # two publishers
+    for distro, version in (("kilted", 9), ("jazzy", 9), ("humble", 8)):
+        path = tmp_path / distro
+        with BagWriter(path, TOPICS, main_topic=MEASURED, ros_distro=distro,
+                       offered_qos=lambda topic: offered[topic]) as bag:
+            bag.write(MEASURED, _joint_state(0, 6), T0)
+            bag.write(STATUS, _player_status(2), T0 + 1)
+        info = yaml.safe_load((path / "metadata.yaml").read_text())["rosbag2_bagfile_information"]
+        assert (info["version"], info["ros_distro"]) == (version, distro)
+        topics = {t["topic_metadata"]["name"]: t["topic_metadata"] for t in info["topics_with_message_count"]}
+        assert set(topics) == {MEASURED, STATUS}  # JAW never published
+        for topic, meta in topics.items():
+            assert meta["type_description_hash"].startswith("RIHS01_") and meta["serialization_format"] == "cdr"
+            profiles = meta["offered_qos_profiles"]
+            if version == 8:
+                assert isinstance(profiles, str)  # Humble's rosbag2 reads the profiles as a string
+                profiles = yaml.safe_load(profiles)
+            assert isinstance(profiles, list) and len(profiles) == len(offered[topic])
+            for profile in profiles:
+                _check_profile(profile, names=version == 9)
+        status = yaml.safe_load(topics[STATUS]["offered_qos_profiles"]) if version == 8 else \
+            topics[STATUS]["offered_qos_profiles"]
+        if version == 9:
+            assert topics[MEASURED]["offered_qos_profiles"][0]["history"] == "unknown"
+            assert topics[MEASURED]["offered_qos_profiles"][0]["deadline"] == {"sec": 9223372036, "nsec": 854775807}
+            assert [(p["durability"], p["reliability"]) for p in status] == [("transient_local", "reliable"),
+                                                                             ("volatile", "best_effort")]
+        else:
+            assert [(p["durability"], p["reliability"]) for p in status] == [(1, 1), (2, 2)]
+        assert f"ros_distro: {distro}".encode() in (path / f"{distro}.mcap").read_bytes()  # the copy in the MCAP
+        with Reader(path) as reader:
+            qos = {c.topic: c.ext.offered_qos_profiles for c in reader.connections}
+        assert qos == {topic: [q.to_rosbags() for q in profiles] for topic, profiles in offered.items()}
+
+
+def test_the_ros_distribution_is_read_not_assumed(tmp_path, monkeypatch):
+    """ROS_DISTRO first (every ROS setup script sets it); else the distribution of the installed rclpy (its
+    version: the ros-* wheels set no ROS_DISTRO); else "" (unknown), never a guess."""
+    from importlib import metadata
+
+    from dvrk_ident_ros.data import recording
+    from dvrk_ident_ros.data.recording import bag_version, detect_ros_distro
+
+    assert detect_ros_distro({"ROS_DISTRO": "Humble "}) == "humble"
+    monkeypatch.setattr(metadata, "version", lambda name: "9.1.2" if name == "rclpy" else "0")
+    assert detect_ros_distro({}) == "kilted"
+
+    def missing(name):
+        raise metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(metadata, "version", missing)
+    share = tmp_path / "opt" / "share" / "rclpy"
+    share.mkdir(parents=True)
+    (share / "package.xml").write_text("<package format='3'>\n  <name>rclpy</name>\n  <version>3.3.16</version>\n")
+    assert detect_ros_distro({"AMENT_PREFIX_PATH": f"/nowhere:{tmp_path / 'opt'}"}) == "humble"
+    (share / "package.xml").write_text("<package><version>8.0.0</version></package>")  # a Rolling between releases
+    assert detect_ros_distro({"AMENT_PREFIX_PATH": str(tmp_path / "opt")}) == ""
+    assert detect_ros_distro({}) == ""
+    assert [bag_version(d) for d in ("humble", "iron", "jazzy", "kilted", "")] == [8, 8, 9, 9, 9]
+    assert recording.RCLPY_DISTROS[7] == "jazzy"
+
+
+def test_recording_outcomes_follow_the_arms_player():
+    """Complete, failed, incomplete, empty or recorded (no player), from the phases of the arm's own player."""
+    from dvrk_ident_ros.data.recording import PHASES, PlayerRuns, recording_outcome
+    from dvrk_ident_ros.model.description import config_directory
+
+    constants = {line.split("=")[0].split()[-1]: int(line.split("=")[1].split()[0])
+                 for line in (config_directory().parent / "msg" / "PlayerStatus.msg").read_text().splitlines()
+                 if line.startswith("uint8 PHASE_")}
+    assert {f"PHASE_{name}": k for k, name in enumerate(PHASES)} == constants
+
+    def outcome(phases, expect_player=True):
+        runs = PlayerRuns()
+        for phase in phases:
+            runs.add(constants[f"PHASE_{phase}"])
+        return recording_outcome(runs, expect_player, "PSM1")
+
+    complete = outcome(["IDLE", "RAMP_IN", "PLAYING", "PLAYING", "RAMP_OUT", "DONE"])
+    assert (complete.kind, complete.suffix, complete.keep) == ("complete", "", True)
+    assert complete.reason == "the PSM1 player completed 1 run(s)"
+    assert outcome(["PLAYING", "RAMP_OUT"]).kind == "complete"  # excitation played to the end; DONE not received
+    assert outcome(["MOVING", "SETTLING", "SAMPLING", "MOVING", "DONE"]).kind == "complete"  # a pose grid
+    aborted = outcome(["RAMP_IN", "PLAYING", "ABORTED"])
+    assert (aborted.kind, aborted.suffix, aborted.keep) == ("failed", "-FAILED", True)
+    assert "the PSM1 player aborted" in aborted.reason
+    retried = outcome(["PLAYING", "ABORTED", "RAMP_IN", "PLAYING", "RAMP_OUT", "DONE"])  # action goals
+    assert retried.kind == "complete" and retried.reason.endswith("; 1 run(s) aborted")
+    stopped = outcome(["RAMP_IN", "PLAYING", "PLAYING"])
+    assert (stopped.kind, stopped.suffix) == ("incomplete", "-INCOMPLETE") and "last phase PLAYING" in stopped.reason
+    refused = outcome(["ABORTED"])  # refused before any motion (the arm never ready)
+    assert (refused.kind, refused.keep) == ("empty", False) and "its last status ABORTED" in refused.reason
+    never = outcome([])  # exited on a missing file before any status
+    assert (never.kind, never.keep) == ("empty", False) and "no status from it" in never.reason
+    assert (outcome([], expect_player=False).kind, outcome([], expect_player=False).keep) == ("recorded", True)
+    assert outcome(["IDLE", "ABORTED"], expect_player=False).keep  # a player around that never played: kept
+    assert outcome(["PLAYING", "ABORTED"], expect_player=False).suffix == "-FAILED"  # a player seen: named
+
+
+def test_writer_renames_or_removes_only_its_own_bag(tmp_path):
+    with BagWriter(tmp_path / "bag", TOPICS, main_topic=MEASURED) as bag:
+        bag.write(MEASURED, _joint_state(0, 6), T0)
+        with pytest.raises(DataError, match="close the bag before"):
+            bag.rename("-FAILED")
+    (tmp_path / "bag-FAILED").mkdir()  # taken: the next free name
+    assert bag.rename("-FAILED") == tmp_path / "bag-FAILED-2" and not (tmp_path / "bag").exists()
+    assert read_joint_states(bag.path, MEASURED)[1].shape == (1, 6)  # still a bag after the move
+    with BagWriter(tmp_path / "empty", TOPICS) as empty:
+        pass
+    assert empty.remove() == [] and not (tmp_path / "empty").exists()
+    with BagWriter(tmp_path / "shared", TOPICS) as shared:
+        pass
+    (tmp_path / "shared" / "notes.txt").write_text("a person's")
+    assert shared.remove() == ["notes.txt"] and sorted(p.name for p in (tmp_path / "shared").iterdir()) == ["notes.txt"]
+
+
+def _recorder(bag_path, *params: str, arm: str = "PSM1") -> list[str]:
+    args = [sys.executable, "-m", "dvrk_ident_ros.nodes.recorder", "--ros-args", "-p", f"arm:={arm}",
             "-p", f"bag_path:={bag_path}"]
     for p in params:
         args += ["-p", p]
@@ -191,6 +344,7 @@ def test_node_records_every_message_and_finalises_on_sigint(ros_env, rclpy_conte
     import rclpy
     from rclpy.duration import Duration
     from rclpy.executors import SingleThreadedExecutor
+    from rclpy.qos import DurabilityPolicy, QoSProfile
     from sensor_msgs.msg import JointState
 
     from dvrk_ident.msg import PlayerStatus, RecorderStatus
@@ -204,11 +358,13 @@ def test_node_records_every_message_and_finalises_on_sigint(ros_env, rclpy_conte
     executor.add_node(node)
     measured = node.create_publisher(JointState, MEASURED, STATE_QOS)
     jaw = node.create_publisher(JointState, JAW, STATE_QOS)
-    player = node.create_publisher(PlayerStatus, STATUS, 10)
+    # offered transient_local where the recorder requests volatile: the bag must record what was offered
+    latched = QoSProfile(depth=10, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+    player = node.create_publisher(PlayerStatus, STATUS, latched)
     arm_state = node.create_publisher(crtk.OperatingState, "/PSM1/operating_state", EVENT_QOS)
     arm_state.publish(crtk.OperatingState(state="DISABLED", is_homed=False, is_busy=False))
     statuses: list[RecorderStatus] = []
-    node.create_subscription(RecorderStatus, "/dvrk_ident/recorder_status", statuses.append, 10)
+    node.create_subscription(RecorderStatus, "/dvrk_ident/PSM1/recorder_status", statuses.append, 10)
     bag_path = tmp_path / "bag"
     count, invalid = 500, 40
 
@@ -278,6 +434,19 @@ def test_node_records_every_message_and_finalises_on_sigint(ros_env, rclpy_conte
                   for c, _, raw in reader.messages() if c.topic == "/PSM1/operating_state"]
     assert phases == [PlayerStatus.PHASE_PLAYING, PlayerStatus.PHASE_DONE]
     assert states == ["DISABLED", "ENABLED"]
+    assert "bag complete: the PSM1 player completed 1 run(s)" in out, out
+    info = yaml.safe_load((bag_path / "metadata.yaml").read_text())["rosbag2_bagfile_information"]
+    assert info["ros_distro"] == detect_ros_distro() != "rosbags"
+    assert info["custom_data"]["dvrk_ident.outcome"] == "complete"
+    offered = {t["topic_metadata"]["name"]: t["topic_metadata"]["offered_qos_profiles"]
+               for t in info["topics_with_message_count"]}
+    assert set(offered) == {MEASURED, JAW, STATUS, "/PSM1/operating_state"}
+    for topic, profiles in offered.items():  # one publisher each: the test's node
+        assert len(profiles) == 1 and profiles[0]["reliability"] == "reliable", (topic, profiles)
+    assert offered[STATUS][0]["durability"] == "transient_local"  # offered, not the recorder's request
+    assert offered["/PSM1/operating_state"][0]["durability"] == "transient_local"
+    assert offered[MEASURED][0]["durability"] == "volatile"
+    assert statuses[-1].outcome == ""  # while recording
 
 
 @pytest.mark.ros
@@ -314,7 +483,7 @@ def test_node_against_the_simulated_arm_from_disabled_to_homed(ros_env, rclpy_co
     executor.add_node(node)
     console = node.create_publisher(crtk.StringStamped, "/MTML/state_command", 10)
     statuses: list[RecorderStatus] = []
-    node.create_subscription(RecorderStatus, "/dvrk_ident/recorder_status", statuses.append, 10)
+    node.create_subscription(RecorderStatus, "/dvrk_ident/MTML/recorder_status", statuses.append, 10)
 
     def figures(topic: str) -> tuple[int, int]:
         last = statuses[-1]
@@ -346,6 +515,7 @@ def test_node_against_the_simulated_arm_from_disabled_to_homed(ros_env, rclpy_co
     out = output_of(recorder)
     assert recorder.returncode == 0, out
     assert "MTML: DISABLED, not homed (MTML is DISABLED" in out and "MTML: ENABLED, homed" in out, out
+    assert f"bag recorded: recorded without a player: {bag_path}" in out, out  # alone (teleoperation): kept as is
     line = next(x for x in out.splitlines() if "not recorded (header.stamp 0, arm not ready)" in x)
     dropped = int(line.split(f"arm not ready): {measured} ")[1].split(",")[0].split(";")[0])
     assert dropped >= 20, line
@@ -364,3 +534,70 @@ def test_node_against_the_simulated_arm_from_disabled_to_homed(ros_env, rclpy_co
     ready_at = arm_readiness(bag_path, measured).times[-1]
     data = load_bag(bag_path, load_description("mtm").dvrk_from_motor)
     assert data.samples == int(np.sum(read.logged >= ready_at)) >= 25
+
+
+@pytest.mark.ros
+def test_node_removes_a_bag_without_its_player_and_names_a_failed_one(ros_env, rclpy_context, tmp_path):
+    """Two recorders expecting their arm's player (as collect.launch.py starts them): the MTML player never
+    plays (it exited on a missing file), so its bag, 1 s of arm states, is removed; the PSM1 player aborts
+    mid-run, so its bag is renamed -FAILED, says so in its metadata and still loads (the partial window)."""
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+    from sensor_msgs.msg import JointState
+
+    from dvrk_ident.msg import PlayerStatus, RecorderStatus
+    from dvrk_ident_ros.nodes.common import STATE_QOS
+
+    node = rclpy.create_node("recorder_outcome_test", context=rclpy_context)
+    executor = SingleThreadedExecutor(context=rclpy_context)
+    executor.add_node(node)
+    states = {arm: node.create_publisher(JointState, f"/{arm}/measured_js", STATE_QOS) for arm in ("MTML", "PSM1")}
+    player = node.create_publisher(PlayerStatus, STATUS, 10)
+    ready: set[str] = set()
+    for arm in ("MTML", "PSM1"):
+        node.create_subscription(RecorderStatus, f"/dvrk_ident/{arm}/recorder_status",
+                                 lambda msg, arm=arm: ready.add(arm), 10)
+    mtml_bag, psm_bag = tmp_path / "mtml", tmp_path / "psm"
+
+    def spin_until(condition, seconds: float) -> bool:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline and not condition():
+            executor.spin_once(timeout_sec=0.05)
+        return condition()
+
+    def publish_states(first: int, count: int) -> None:
+        for k in range(first, first + count):
+            msg = JointState(name=[f"j{i}" for i in range(6)], position=[float(k)] + [0.0] * 5, velocity=[0.0] * 6,
+                             effort=[0.0] * 6)
+            msg.header.stamp = node.get_clock().now().to_msg()
+            for publisher in states.values():
+                publisher.publish(msg)
+            time.sleep(0.005)
+
+    with running(_recorder(mtml_bag, "expect_player:=true", arm="MTML"), ros_env) as mtml, \
+            running(_recorder(psm_bag, "expect_player:=true"), ros_env) as psm:
+        assert spin_until(lambda: ready == {"MTML", "PSM1"} and player.get_subscription_count() > 0
+                          and all(p.get_subscription_count() > 0 for p in states.values()), 20.0), \
+            f"recorders not ready ({ready})"
+        publish_states(0, 50)
+        player.publish(PlayerStatus(arm="PSM1", trajectory_file="traj.csv", phase=PlayerStatus.PHASE_PLAYING))
+        time.sleep(0.05)
+        publish_states(50, 50)
+        player.publish(PlayerStatus(arm="PSM1", trajectory_file="traj.csv", phase=PlayerStatus.PHASE_ABORTED))
+        publish_states(100, 20)
+        time.sleep(0.3)
+    node.destroy_node()
+    out_mtml, out_psm = output_of(mtml), output_of(psm)
+    assert mtml.returncode == 0 and psm.returncode == 0, out_mtml + out_psm
+    assert "bag empty: the MTML player never played (no status from it): no data inside a playing window; " \
+           f"removed {mtml_bag}" in out_mtml, out_mtml
+    assert not mtml_bag.exists() and f"closed {mtml_bag}: /MTML/measured_js 120" in out_mtml, out_mtml
+    failed = tmp_path / "psm-FAILED"
+    assert f"bag failed: the PSM1 player aborted: 1 run(s) stopped before the end, none completed; renamed " \
+           f"{psm_bag} to {failed}" in out_psm, out_psm
+    assert not psm_bag.exists()
+    info = yaml.safe_load((failed / "metadata.yaml").read_text())["rosbag2_bagfile_information"]
+    assert info["custom_data"]["dvrk_ident.outcome"] == "failed"
+    assert info["custom_data"]["dvrk_ident.outcome_reason"].startswith("the PSM1 player aborted")
+    data = load_bag(failed, np.eye(6))
+    assert 40 <= data.samples <= 50 and np.all((data.q[:, 0] >= 50) & (data.q[:, 0] < 100)), data.q[:, 0]

@@ -3,7 +3,8 @@
 Every simulated arm starts DISABLED and not homed, as the dVRK console starts; the player homes it
 (home_arm), the hold test through state_command, as a lab does.
 
-1. simulated PSM1 (/clock) + trajectory_player + recorder -> bag -> /identify (sdp);
+1. simulated PSM1 (/clock) + trajectory_player + recorder (expecting the player, as collect.launch.py starts
+   it) -> bag -> /identify (sdp);
 2. simulated MTML + a small pose grid + recorder -> a bag the gc loader reads pose by pose;
 3. gravity_compensation with the simulator's own parameters (an identified-model file: gravity, springs,
    cable) holds the simulated MTML.
@@ -32,13 +33,16 @@ def _collect(arm, trajectory, bag, logs, env, player):
 
     with NodeProcess("simulated_arm", {"arm": arm, "publish_clock": True, "real_time_factor": 1.0,
                                        "publish_rate": 100.0}, log_dir=logs, env=env, name="sim"), \
-            NodeProcess("recorder", {"arm": arm, "bag_path": str(bag), "use_sim_time": True}, log_dir=logs, env=env):
+            NodeProcess("recorder", {"arm": arm, "bag_path": str(bag), "use_sim_time": True, "expect_player": True},
+                        log_dir=logs, env=env):
         play = NodeProcess("trajectory_player", {"arm": arm, "trajectory_file": str(trajectory), "autostart": True,
                                                  "home_arm": True, "use_sim_time": True, **player}, log_dir=logs,
                            env=env)
         code = play.wait(120)
         play.stop()
     assert code == 0, play.tail(10)
+    recorder_log = (logs / "recorder.log").read_text()
+    assert f"bag complete: the {arm} player completed 1 run(s): {bag}" in recorder_log, recorder_log[-2000:]
 
 
 def test_psm_collect_and_identify(nodes_env, tmp_path: Path):
@@ -59,7 +63,7 @@ def test_psm_collect_and_identify(nodes_env, tmp_path: Path):
     with NodeProcess("identification_service", {"output_directory": str(tmp_path)}, log_dir=tmp_path / "logs",
                      env=nodes_env), ArmClient("PSM1", "test_identify") as client:
         r = client.identify(arm="psm", method="sdp", data_files=[str(bag)], data_format="bag",
-                            output_directory=str(tmp_path))
+                            output_directory="")  # the service's own output_directory, tmp_path
     assert r.success, r.message
     assert r.solver_status == "optimal"
     assert Path(r.result_file).is_file() and Path(r.report_file).is_file()

@@ -18,6 +18,11 @@ What is not data:
   excitation trajectory, rest to rest); the ramp from wherever the arm was,
   the wait before it and the ramp out are not data.
 The counts are in the dataset's ``source``.
+
+Only the status of the player of the bag's own arm cuts it (:func:`read_player_status`): its
+per-arm topic ``/dvrk_ident/<ARM>/player_status``, or, in a bag recorded before the topics were
+per arm, the messages of the global ``/dvrk_ident/player_status`` whose ``arm`` is the bag's arm.
+Two arms recorded side by side never cut each other's bags.
 """
 from __future__ import annotations
 
@@ -27,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from dvrk_ident_ros.arm_state import CrtkState
+from dvrk_ident_ros.arms import canonical_arm, player_status_topic
 from dvrk_ident_ros.data.dataset import Dataset
 from dvrk_ident_ros.data.interfaces import (
     JOINT_STATE,
@@ -36,7 +42,10 @@ from dvrk_ident_ros.data.interfaces import (
     bag_typestore,
     stamp_seconds,
 )
-from dvrk_ident_ros.errors import DataError
+from dvrk_ident_ros.errors import DataError, DvrkIdentError
+
+#: The players' status topic before it was per arm (every player on it; the message's ``arm`` says whose).
+LEGACY_PLAYER_STATUS_TOPIC = "/dvrk_ident/player_status"
 
 
 def _typestore():
@@ -214,30 +223,70 @@ def find_arm_topic(path: Path) -> str:
     return arms[0]
 
 
-def playing_windows(path: Path) -> list[tuple[float, float]]:
-    """(start, end) log times (s) of each stretch the player reported PHASE_PLAYING; [] without player status.
+def arm_of_topic(arm_topic: str) -> str:
+    """The arm of an arm topic: ``/psm1/measured_js`` -> ``PSM1`` (the name as written where it is no dVRK arm)."""
+    name = arm_topic.strip("/").split("/", 1)[0]
+    try:
+        return canonical_arm(name)
+    except DvrkIdentError:
+        return name
 
-    A window runs from its first PLAYING status to the first status after it in another phase. Log times
-    (when the recorder received each message) put the player's status and the arm's state on one clock,
-    whatever clocks their publishers stamp with."""
+
+def same_arm(a: str, b: str) -> bool:
+    """Whether two arm names name the same arm (case and blanks ignored, as canonical_arm reads them)."""
+    return a.strip().upper() == b.strip().upper()
+
+
+def read_player_status(path: Path, arm: str) -> tuple[str, list[tuple[int, object]]]:
+    """The status of the player of ``arm`` in a bag: (the topic read, [(log time ns, PlayerStatus)] in log-time
+    order); ("", []) when the bag holds none.
+
+    Read from ``arm``'s own topic (``/dvrk_ident/<ARM>/player_status``); in a bag without it (recorded before
+    the status topics were per arm), from the global ``/dvrk_ident/player_status``, keeping only the messages
+    whose ``arm`` is ``arm``. Other arms' players are never read. Deserialised with the definition the bag
+    carries (older bags keep reading when PlayerStatus grows)."""
     from rosbags.rosbag2 import Reader
 
     from dvrk_ident_ros.data.interfaces import typestore
 
-    phases: list[tuple[float, int]] = []
+    try:
+        own = player_status_topic(arm)
+    except DvrkIdentError:
+        own = f"/dvrk_ident/{arm}/player_status"
+    statuses: list[tuple[int, object]] = []
     try:
         with Reader(path) as reader:
-            connections = [c for c in reader.connections if c.msgtype == PLAYER_STATUS]
-            if not connections:
-                return []
-            store = typestore()
+            by_topic = {c.topic: c for c in reader.connections if c.msgtype == PLAYER_STATUS}
+            topic = own if own in by_topic else LEGACY_PLAYER_STATUS_TOPIC if LEGACY_PLAYER_STATUS_TOPIC in \
+                by_topic else ""
+            if not topic:
+                return "", []
+            connections = [c for c in reader.connections if c.topic == topic and c.msgtype == PLAYER_STATUS]
+            store = bag_typestore(connections)
+            if PLAYER_STATUS not in store.types:  # a bag without the definition: the package's own
+                store = typestore()
             for connection, stamp, raw in reader.messages(connections=connections):
-                phases.append((stamp * 1e-9, int(store.deserialize_cdr(raw, connection.msgtype).phase)))
+                msg = store.deserialize_cdr(raw, connection.msgtype)
+                if topic == own or same_arm(str(msg.arm), arm):
+                    statuses.append((stamp, msg))
     except Exception as exc:  # rosbags raises many types for unreadable bags
         raise DataError(f"{path}: cannot read the player status: {exc}") from exc
-    phases.sort()
+    statuses.sort(key=lambda s: s[0])
+    return topic, statuses
+
+
+def playing_windows(path: Path, arm: str | None = None) -> list[tuple[float, float]]:
+    """(start, end) log times (s) of each stretch the player of ``arm`` (None: the bag's arm, from its
+    ``/<ARM>/measured_js``) reported PHASE_PLAYING; [] without its status (:func:`read_player_status`).
+
+    A window runs from its first PLAYING status to the first status after it in another phase. Log times
+    (when the recorder received each message) put the player's status and the arm's state on one clock,
+    whatever clocks their publishers stamp with."""
+    arm = arm or arm_of_topic(find_arm_topic(path))
+    _, statuses = read_player_status(path, arm)
     windows, start = [], None
-    for t, phase in phases:
+    for stamp, msg in statuses:
+        t, phase = stamp * 1e-9, int(msg.phase)
         if phase == PHASE_PLAYING and start is None:
             start = t
         elif phase != PHASE_PLAYING and start is not None:
@@ -251,7 +300,8 @@ def playing_windows(path: Path) -> list[tuple[float, float]]:
 def load_bag(path: Path, dvrk_from_motor: np.ndarray, topic: str | None = None, playing_only: bool = True) -> Dataset:
     """Load an arm's recording; ``dvrk_from_motor`` is the arm's A (n x n).
 
-    ``playing_only``: with player status in the bag, keep the samples of its longest PLAYING window."""
+    ``playing_only``: with the status of the arm's own player in the bag, keep the samples of its longest
+    PLAYING window (another arm's player never cuts the bag)."""
     path = Path(path)
     topic = topic or find_arm_topic(path)
     states, _, skipped = valid_joint_states(path, topic)
@@ -260,14 +310,15 @@ def load_bag(path: Path, dvrk_from_motor: np.ndarray, topic: str | None = None, 
         if np.isnan(values).all():
             raise DataError(f"{path}: {topic} messages carry no {name}")
     source = f"{path}:{topic}"
-    windows = playing_windows(path) if playing_only else []
+    arm = arm_of_topic(topic)
+    windows = playing_windows(path, arm) if playing_only else []
     if windows:
         start, end = max(windows, key=lambda w: min(w[1], logged.max()) - w[0])
         inside = (logged >= start) & (logged <= end)
         if inside.sum() < 2:
             raise DataError(f"{path}: no {topic} samples while the player was playing ({start:.3f}-{end:.3f} s)")
         t, q, qd, tau = t[inside], q[inside], qd[inside], tau[inside]
-        source += f" (the longest of {len(windows)} PLAYING windows of the player: {len(t)} samples)"
+        source += f" (the longest of {len(windows)} PLAYING windows of the {arm} player: {len(t)} samples)"
     if skipped:
         source += f"; {skipped}"
     n = dvrk_from_motor.shape[0]

@@ -5,7 +5,9 @@ Formats:
   coordinates, uniform rate (default 200 Hz), as in the WPI recordings;
 - ``csv``: a header naming ``t`` (optional), ``q1..qn``, ``dq1..dqn`` (optional),
   ``tau1..taun``;
-- ``npz``: arrays ``q``, ``tau`` and optionally ``t``, ``qd``.
+- ``npz``: arrays ``q``, ``tau`` and optionally ``t``, ``qd``;
+- ``bag``: a rosbag2 directory (:func:`dvrk_ident_ros.data.bags.load_bag`): the arm's ``measured_js`` in
+  dVRK joint space, cut to the longest PLAYING window of the bag's own arm's player (never another arm's).
 """
 from __future__ import annotations
 

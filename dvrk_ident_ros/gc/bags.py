@@ -2,8 +2,10 @@
 
 The recorder logs ``/<ARM>/measured_js``, ``/<ARM>/setpoint_js``, the arm's
 ``operating_state`` and the player's ``dvrk_ident/msg/PlayerStatus`` (phase,
-pose index, direction) with the pose grid file it plays. The samples received
-while the player reports PHASE_SAMPLING for a pose are that pose's samples;
+pose index, direction) with the pose grid file it plays. Only the status of the
+player of the bag's own arm counts (:func:`~dvrk_ident_ros.data.bags.read_player_status`:
+its per-arm topic, or in older bags the global topic's messages for that arm).
+The samples received while that player reports PHASE_SAMPLING for a pose are that pose's samples;
 they are averaged as the CUHK samples are (robust mean), and the pose's
 estimated joint and auxiliary value are read from the grid file.
 
@@ -20,32 +22,28 @@ from pathlib import Path
 
 import numpy as np
 
-from dvrk_ident_ros.data.bags import JointStates, find_arm_topic, skipped_summary, valid_joint_states
-from dvrk_ident_ros.data.interfaces import PHASE_SAMPLING, PLAYER_STATUS, stamp_seconds, typestore
+from dvrk_ident_ros.data.bags import (
+    JointStates,
+    arm_of_topic,
+    find_arm_topic,
+    read_player_status,
+    skipped_summary,
+    valid_joint_states,
+)
+from dvrk_ident_ros.data.interfaces import PHASE_SAMPLING, PLAYER_STATUS, stamp_seconds
 from dvrk_ident_ros.errors import DataError
 from dvrk_ident_ros.excitation.files import load_grid
 from dvrk_ident_ros.gc.data import EFFORTS, PoseData, robust_mean
 
 
-def _player_status(path: Path) -> list[tuple]:
-    """(time, phase, pose index, direction, trajectory file, arm) of every PlayerStatus, by header time
-    (the receive time where the header is empty)."""
-    from rosbags.rosbag2 import Reader
-
-    store = typestore()
+def _player_status(path: Path, arm: str) -> list[tuple]:
+    """(time, phase, pose index, direction, trajectory file, arm) of every PlayerStatus of ``arm``'s player, by
+    header time (the receive time where the header is empty)."""
     status = []
-    try:
-        with Reader(path) as reader:
-            connections = [c for c in reader.connections if c.msgtype == PLAYER_STATUS]
-            if not connections:  # rosbags reads every topic for an empty list
-                return []
-            for conn, stamp, raw in reader.messages(connections=connections):
-                msg = store.deserialize_cdr(raw, conn.msgtype)
-                t = stamp_seconds(msg.header.stamp)
-                status.append((t if t > 0 else stamp * 1e-9, msg.phase, msg.pose_index, msg.direction,
-                               msg.trajectory_file, msg.arm))
-    except Exception as exc:  # rosbags raises many types for unreadable bags
-        raise DataError(f"{path}: cannot read the bag: {exc}") from exc
+    for stamp, msg in read_player_status(path, arm)[1]:
+        t = stamp_seconds(msg.header.stamp)
+        status.append((t if t > 0 else stamp * 1e-9, msg.phase, msg.pose_index, msg.direction, msg.trajectory_file,
+                       msg.arm))
     return status
 
 
@@ -71,10 +69,12 @@ def load_pose_bag(path: str | Path, std_filter: float = 0.3, grid_path: str | Pa
     if effort not in EFFORTS:
         raise DataError(f"effort {effort!r}: expected one of {', '.join(EFFORTS)}")
     path = Path(path)
-    status = _player_status(path)
-    if not status:
-        raise DataError(f"{path}: no {PLAYER_STATUS} messages: not a pose-grid recording of the player")
     arm_topic = find_arm_topic(path)
+    arm = arm_of_topic(arm_topic)
+    status = _player_status(path, arm)
+    if not status:
+        raise DataError(f"{path}: no {PLAYER_STATUS} messages of the {arm} player: not a pose-grid recording "
+                        "of the player")
     measured, not_ready, _ = valid_joint_states(path, arm_topic)
     efforts, effort_not_ready, effort_topic = _efforts(path, arm_topic, measured, effort)
     if measured.position.shape[1] < 7:

@@ -1,6 +1,6 @@
 """Client side of the nodes for scripts (the demo, tests, benchmarks): call /identify,
 read the arm's state and operating state, power on and home it, send move_jp, follow the
-player's progress, in a private rclpy context."""
+progress of the arm's player (its /dvrk_ident/<ARM>/player_status), in a private rclpy context."""
 from __future__ import annotations
 
 import math
@@ -15,6 +15,7 @@ from sensor_msgs.msg import JointState
 from dvrk_ident.msg import PlayerStatus
 from dvrk_ident.srv import Identify
 from dvrk_ident_ros.arm_state import stamp_is_valid
+from dvrk_ident_ros.arms import canonical_arm, player_status_topic
 from dvrk_ident_ros.data.interfaces import stamp_seconds
 from dvrk_ident_ros.errors import DvrkIdentError
 from dvrk_ident_ros.nodes.common import STATE_QOS, ArmStateMonitor, fill_joint_state
@@ -24,6 +25,7 @@ class ArmClient:
     """A small node in its own context, spun in a background thread."""
 
     def __init__(self, arm: str, name: str = "dvrk_ident_client"):
+        arm = canonical_arm(arm)
         self.arm = arm
         self.context = rclpy.Context()
         rclpy.init(context=self.context)
@@ -41,8 +43,8 @@ class ArmClient:
         self.node.create_subscription(JointState, f"/{arm}/servo_jf", self._on_effort, STATE_QOS)
         self.operating = ArmStateMonitor(self.node, arm)  # /<ARM>/operating_state, state_command
         self.invalid_states = 0  # measured_js samples with stamp 0 (the arm not ready)
-        self.player_status: PlayerStatus | None = None
-        self.node.create_subscription(PlayerStatus, "/dvrk_ident/player_status", self._on_player, 10)
+        self.player_status: PlayerStatus | None = None  # the last status of this arm's player
+        self.node.create_subscription(PlayerStatus, player_status_topic(arm), self._on_player, 10)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._spin, daemon=True)
         self._thread.start()
@@ -61,8 +63,7 @@ class ArmClient:
             self.history.append((stamp_seconds(msg.header.stamp), self.state[1]))
 
     def _on_player(self, msg: PlayerStatus) -> None:
-        if msg.arm == self.arm:
-            self.player_status = msg
+        self.player_status = msg  # the arm's own topic: only its player publishes there
 
     def home(self, timeout: float = 60.0) -> float:
         """Power on and home the arm as a lab does (state_command enable, then home); returns the seconds

@@ -1,4 +1,4 @@
-"""recorder: an arm's joint states, its operating state and the player's status into a rosbag2 bag
+"""recorder: an arm's joint states, its operating state and its player's status into a rosbag2 bag
 (MCAP + metadata.yaml).
 
 Subscriptions are raw: the serialised bytes go to :class:`~dvrk_ident_ros.data.recording.BagWriter`
@@ -10,12 +10,29 @@ log line). Samples of the arm's JointState topics with ``header.stamp`` 0 (the
 dVRK's mark of invalid data: arm off, not homed, faulted) are not written, only
 counted: see :mod:`dvrk_ident_ros.data.recording` for why. The status (counts
 written and left out, inter-arrival gaps of ``measured_js``, the arm's state)
-is published on ``/dvrk_ident/recorder_status`` about once a second; SIGINT
+is published on ``/dvrk_ident/<ARM>/recorder_status`` about once a second; SIGINT
 finalises the bag.
+
+Arms side by side: the recorder of an arm records only the status of that arm's
+player (``/dvrk_ident/<ARM>/player_status``) and publishes on its own arm's topic.
+Each topic's offered QoS profiles (its publishers', read from the ROS graph when
+its first message arrives; the subscription's own where none is listed) and the
+ROS distribution are in the bag's metadata, as ``ros2 bag record`` writes them.
+
+When the bag closes, its outcome (:func:`~dvrk_ident_ros.data.recording.recording_outcome`)
+follows the arm's player: complete (kept as named); the player aborted (renamed
+``<bag>-FAILED``); stopped while it was still running (``<bag>-INCOMPLETE``);
+with ``expect_player`` and the player never played (it exited on a missing
+file, the arm was never ready), the bag holds no data inside a playing window
+and is removed. Without ``expect_player`` and without any player status the bag
+is kept as it is (the recorder alone, e.g. teleoperation). The outcome is in
+the exit log line, the last status (``outcome``) and the metadata's custom_data
+(``dvrk_ident.outcome``, ``dvrk_ident.outcome_reason``).
 
 Parameters: ``arm`` (PSM1), ``bag_path`` ("" = ``<output_directory>/<arm>-<YYYYmmdd-HHMMSS>``),
 ``output_directory`` (recordings), ``record_setpoint`` (true), ``gap_threshold`` (s, 0 = 2.5 x the
-median period), ``extra_topics`` (more JointState topics). A bag that exists is never overwritten.
+median period), ``extra_topics`` (more JointState topics), ``expect_player`` (false; collect.launch.py:
+true). A bag that exists is never overwritten.
 """
 from __future__ import annotations
 
@@ -30,20 +47,25 @@ from sensor_msgs.msg import JointState
 
 from dvrk_ident.msg import PlayerStatus, RecorderStatus
 from dvrk_ident_ros.arm_state import OperatingStatus
+from dvrk_ident_ros.arms import player_status_topic, recorder_status_topic
 from dvrk_ident_ros.data.interfaces import JOINT_STATE, OPERATING_STATE, PLAYER_STATUS, typestore
-from dvrk_ident_ros.data.recording import BagWriter
-from dvrk_ident_ros.errors import DvrkIdentError
+from dvrk_ident_ros.data.recording import (
+    BagWriter,
+    OfferedQos,
+    Outcome,
+    PlayerRuns,
+    duration_from_ns,
+    recording_outcome,
+)
+from dvrk_ident_ros.errors import DataError, DvrkIdentError
 from dvrk_ident_ros.nodes.common import EVENT_QOS, STATE_QOS, check_arm_name, crtk_messages, declare, guarded, run
-
-PLAYER_STATUS_TOPIC = "/dvrk_ident/player_status"
-STATUS_TOPIC = "/dvrk_ident/recorder_status"
 
 
 def recorded_topics(arm: str, record_setpoint: bool = True, extra_topics: list[str] | None = None,
                     operating_state: bool = True) -> dict[str, str]:
     """Topic -> message type recorded for ``arm``: measured (and setpoint) joint states with the
-    PSM jaw or MTM gripper, the arm's operating state (where crtk_msgs is available), the player's
-    status and ``extra_topics`` (JointState)."""
+    PSM jaw or MTM gripper, the arm's operating state (where crtk_msgs is available), the status of
+    the arm's own player and ``extra_topics`` (JointState)."""
     kinds = ["measured_js", "setpoint_js"] if record_setpoint else ["measured_js"]
     prefixes = [f"/{arm}/"]
     if arm.startswith("PSM"):
@@ -53,10 +75,20 @@ def recorded_topics(arm: str, record_setpoint: bool = True, extra_topics: list[s
         topics[f"/{arm}/gripper/measured_js"] = JOINT_STATE
     if operating_state:
         topics[f"/{arm}/operating_state"] = OPERATING_STATE
-    topics[PLAYER_STATUS_TOPIC] = PLAYER_STATUS
+    topics[player_status_topic(arm)] = PLAYER_STATUS
     for topic in extra_topics or []:
         topics.setdefault(topic if topic.startswith("/") else f"/{topic}", JOINT_STATE)
     return topics
+
+
+def offered_qos(profile) -> OfferedQos:
+    """An rclpy QoSProfile as the bag records it (rmw's policy numbers, durations as (sec, nsec))."""
+    def duration(value) -> tuple[int, int]:
+        return duration_from_ns(getattr(value, "nanoseconds", 0))
+
+    return OfferedQos(int(profile.history), int(profile.depth), int(profile.reliability), int(profile.durability),
+                      duration(profile.deadline), duration(profile.lifespan), int(profile.liveliness),
+                      duration(profile.liveliness_lease_duration), bool(profile.avoid_ros_namespace_conventions))
 
 
 def stamped_topics(arm: str, topics: dict[str, str]) -> list[str]:
@@ -71,12 +103,14 @@ class Recorder(Node):
         super().__init__("recorder")
         self._closing = False
         self._bag: BagWriter | None = None
+        self._outcome: Outcome | None = None
         arm = check_arm_name(declare(self, "arm", "PSM1"))
         bag_path = declare(self, "bag_path", "")
         output_directory = declare(self, "output_directory", "recordings")
         record_setpoint = declare(self, "record_setpoint", True)
         gap_threshold = declare(self, "gap_threshold", 0.0)
         extra_topics = declare(self, "extra_topics", [], items=str)
+        self._expect_player = declare(self, "expect_player", False)
         if gap_threshold < 0:
             raise DvrkIdentError(f"gap_threshold {gap_threshold}: expected seconds >= 0 (0 = automatic)")
         if not bag_path:
@@ -84,6 +118,8 @@ class Recorder(Node):
         bag_path = Path(bag_path).expanduser().absolute()
         self._arm = arm
         self._state_topic = f"/{arm}/operating_state"
+        self._player_topic = player_status_topic(arm)
+        self._player = PlayerRuns()
         self._arm_status: OperatingStatus | None = None
         crtk = crtk_messages()
         has_state = crtk is not None and OPERATING_STATE in typestore().types
@@ -97,17 +133,35 @@ class Recorder(Node):
             classes[OPERATING_STATE] = crtk.OperatingState
             self._state_class = crtk.OperatingState
         self._clock = self.get_clock()
+        self._requested_qos = {}
         for topic, msgtype in topics.items():  # before the bag exists: a bad topic name leaves no directory
             qos = EVENT_QOS if msgtype == OPERATING_STATE else STATE_QOS
             try:
                 self.create_subscription(classes[msgtype], topic, self._callback(topic), qos, raw=True)
             except InvalidTopicNameException as exc:
                 raise DvrkIdentError(f"extra_topics: invalid topic name {topic!r}: {exc}") from exc
+            self._requested_qos[topic] = qos
         self._bag = BagWriter(bag_path, topics, main_topic=f"/{arm}/measured_js", gap_threshold=gap_threshold,
-                              custom_data={"dvrk_ident.arm": arm}, stamped_topics=stamped_topics(arm, topics))
-        self._status = self.create_publisher(RecorderStatus, STATUS_TOPIC, 10)
+                              custom_data={"dvrk_ident.arm": arm,
+                                           "dvrk_ident.expect_player": str(self._expect_player).lower()},
+                              stamped_topics=stamped_topics(arm, topics), offered_qos=self._offered_qos)
+        self._status = self.create_publisher(RecorderStatus, recorder_status_topic(arm), 10)
         self._timer = self.create_timer(1.0, guarded(self, "status", self._publish_status))
-        self.get_logger().info(f"recording {len(topics)} topics to {self._bag.path}: {', '.join(topics)}")
+        self.get_logger().info(
+            f"recording {len(topics)} topics to {self._bag.path} (rosbag2 metadata version {self._bag.version}, "
+            f"ros_distro {self._bag.ros_distro or 'unknown'}"
+            + (f"; expecting the {arm} player: a bag without its data is not kept" if self._expect_player else "")
+            + f"): {', '.join(topics)}")
+
+    def _offered_qos(self, topic: str) -> list[OfferedQos]:
+        """The QoS profiles the topic's publishers offer (as ``ros2 bag record`` records them); where the graph
+        lists none (yet), the profile this recorder's subscription requested."""
+        try:
+            profiles = [offered_qos(info.qos_profile) for info in self.get_publishers_info_by_topic(topic)]
+        except Exception as exc:  # noqa: BLE001 - a graph query must never stop the recording
+            self.get_logger().warning(f"{topic}: offered QoS not read ({exc}): recording the subscription's")
+            profiles = []
+        return profiles or [offered_qos(self._requested_qos[topic])]
 
     def _callback(self, topic: str):
         write = self._write
@@ -117,6 +171,12 @@ class Recorder(Node):
                 self._log_state(data)
 
             return guarded(self, topic, on_state)
+        if topic == self._player_topic:
+            def on_player(data: bytes) -> None:
+                write(topic, data)
+                self._follow_player(data)
+
+            return guarded(self, topic, on_player)
 
         def on_message(data: bytes) -> None:
             write(topic, data)
@@ -139,15 +199,24 @@ class Recorder(Node):
             self.get_logger().info(f"{self._arm}: {status.describe()}"
                                    + (f" ({reason}; its stamp-0 samples are not recorded)" if reason else ""))
 
+    def _follow_player(self, data: bytes) -> None:
+        """The phases of the arm's player (about 50 messages a second while it plays): the bag's outcome."""
+        from rclpy.serialization import deserialize_message
+
+        self._player.add(deserialize_message(data, PlayerStatus).phase)
+
     def _status_message(self, recording: bool) -> RecorderStatus:
         counts = self._bag.counts
         invalid = self._bag.invalid_counts
         gaps = self._bag.gaps()
-        msg = RecorderStatus(recording=recording, bag_path=str(self._bag.path), topics=list(counts),
+        outcome = self._outcome
+        path = "" if outcome is not None and not outcome.keep else str(self._bag.path)
+        msg = RecorderStatus(recording=recording, bag_path=path, topics=list(counts),
                              message_counts=list(counts.values()),
                              invalid_counts=[invalid.get(topic, 0) for topic in counts],
                              gap_count=gaps.count, max_gap=gaps.max_gap,
-                             operating_state=self._arm_status.describe() if self._arm_status else "")
+                             operating_state=self._arm_status.describe() if self._arm_status else "",
+                             outcome=outcome.kind if outcome is not None else "")
         msg.header.stamp = self._clock.now().to_msg()
         return msg
 
@@ -155,25 +224,50 @@ class Recorder(Node):
         self._status.publish(self._status_message(recording=True))
 
     def close(self) -> None:
-        """Finalise the bag, publish a last status (recording false) and log the figures. Idempotent."""
+        """Finalise the bag with its outcome (kept, renamed or removed: see the module), publish a last status
+        (recording false) and log the figures. Idempotent."""
         self._closing = True
         if self._bag is None or self._bag.closed:
             return
         self._timer.cancel()
+        bag = self._bag
+        outcome = recording_outcome(self._player, self._expect_player, self._arm)
         try:
-            self._bag.close()
+            bag.close({"dvrk_ident.outcome": outcome.kind, "dvrk_ident.outcome_reason": outcome.reason})
         finally:
-            gaps = self._bag.gaps()
-            counts = ", ".join(f"{topic} {n}" for topic, n in self._bag.counts.items() if n)
-            invalid = ", ".join(f"{topic} {n}" for topic, n in self._bag.invalid_counts.items() if n)
+            gaps = bag.gaps()
+            counts = ", ".join(f"{topic} {n}" for topic, n in bag.counts.items() if n)
+            invalid = ", ".join(f"{topic} {n}" for topic, n in bag.invalid_counts.items() if n)
             self.get_logger().info(
-                f"closed {self._bag.path}: {counts or 'no messages'}; not recorded (header.stamp 0, arm not "
-                f"ready): {invalid or 'none'}; {self._bag.main_topic}: {gaps.count} gaps "
+                f"closed {bag.path}: {counts or 'no messages'}; not recorded (header.stamp 0, arm not "
+                f"ready): {invalid or 'none'}; {bag.main_topic}: {gaps.count} gaps "
                 f"over {gaps.threshold * 1e3:.2f} ms, largest interval {gaps.max_gap * 1e3:.2f} ms")
-            try:
-                self._status.publish(self._status_message(recording=False))
-            except Exception as exc:  # noqa: BLE001 - the context may be gone; the bag is what matters
-                self.get_logger().warning(f"last status not published: {exc}")
+        self._outcome = outcome
+        self._finish(outcome)
+        try:
+            self._status.publish(self._status_message(recording=False))
+        except Exception as exc:  # noqa: BLE001 - the context may be gone; the bag is what matters
+            self.get_logger().warning(f"last status not published: {exc}")
+
+    def _finish(self, outcome: Outcome) -> None:
+        """Rename or remove the closed bag as its outcome says, with one log line saying what and why."""
+        bag, log = self._bag, self.get_logger()
+        try:
+            if not outcome.keep:
+                left = bag.remove()
+                if left:
+                    log.warning(f"bag {outcome.kind}: {outcome.reason}; its files removed, {bag.path} kept for the "
+                                f"files another program put there: {', '.join(left)}")
+                else:
+                    log.warning(f"bag {outcome.kind}: {outcome.reason}; removed {bag.path}")
+            elif outcome.suffix:
+                old = bag.path
+                bag.rename(outcome.suffix)
+                log.warning(f"bag {outcome.kind}: {outcome.reason}; renamed {old} to {bag.path}")
+            else:
+                log.info(f"bag {outcome.kind}: {outcome.reason}: {bag.path}")
+        except (DataError, OSError) as exc:
+            log.error(f"bag {outcome.kind} ({outcome.reason}), but it stays at {bag.path}: {exc}")
 
 
 def main(args: list[str] | None = None) -> int:
