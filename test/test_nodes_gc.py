@@ -276,20 +276,28 @@ def test_bad_samples_are_rejected_and_the_node_lives_on(ros_env, rclpy_context, 
 
 
 @pytest.mark.ros
-def test_watchdog_fades_out_and_hands_over(ros_env, rclpy_context, tmp_path):
+def test_watchdog_a_late_sample_fades_and_resumes_an_outage_fades_and_hands_over_once(ros_env, rclpy_context,
+                                                                                      tmp_path):
+    """A late sample (150 ms gap, 10 ms threshold): a fade at the state's rate, then the samples are answered
+    again, no hand-over. The state stopping for good: the fade to exactly 0 N m, then one hand-over
+    handover_after after the last sample, logged once; nothing after it."""
     path, params = _gc_file(tmp_path)
-    fade_out_time, stale_periods, rate = 0.3, 3.0, 200.0
+    fade_out_time, stale_periods, rate, handover_after = 0.3, 3.0, 200.0, 0.6
     q, qd = np.array([0.1, 0.3, -0.2, 0.4, -0.3, 0.2, 0.0]), np.zeros(7)
     full = np.array(CompensationLaw(params).compute(q, qd, 1.0))
-    count = 200
-    h = _Harness(rclpy_context, "gc_test_watchdog")
+    count = 300
+    h = _Harness(rclpy_context, "gc_test_watchdog", diagnostics=True)
     with running(_gc_node(path, "ramp_in_time:=0.0", f"fade_out_time:={fade_out_time}",
-                          f"stale_periods:={stale_periods}", "fade_out_period:=0.001"), ros_env) as proc:
+                          f"stale_periods:={stale_periods}", f"handover_after:={handover_after}"), ros_env) as proc:
         h.wait_ready(proc)
-        sent = h.stream([_state(k, q, qd) for k in range(count)], rate=rate)
-        last_sent = sent[-1]
+        sent = h.stream([_state(k, q, qd) for k in range(200)], rate=rate)
+        h.probe.spin_for(0.15)  # a late sample
+        sent += h.stream([_state(k, q, qd) for k in range(200, count)], rate=rate)
+        stopped = time.monotonic()
+        assert [m.data for _, m in h.builtin] == [False], "a late sample handed the arm over"
         assert h.probe.spin_until(lambda: any(m.data for _, m in h.builtin), 5.0, proc), \
             f"no use_gravity_compensation true after the stream stopped:\n{output_of(proc)}"
+        handed_over = next(at for at, m in h.builtin if m.data) - stopped
         h.probe.spin_for(0.5)
         assert proc.poll() is None, output_of(proc)
     out = output_of(proc)
@@ -299,46 +307,84 @@ def test_watchdog_fades_out_and_hands_over(ros_env, rclpy_context, tmp_path):
     final = next((i for i, (_, m) in enumerate(h.servo_jf) if _stamp_key(m.header.stamp) not in ours
                   and all(e == 0.0 for e in m.effort)), len(h.servo_jf))
     after_stop = h.servo_jf[final + 1:]
+    diagnostics = [d for _, d in h.diagnostics]
+    answered = set(h.answers())
     h.close()
-    # the watchdog's commands carry the node's wall-clock stamp; those before the last sample was sent
-    # would be a fade-out after a hiccup of this process, with the stream still running
-    fade = [m for _, m in h.servo_jf if _stamp_key(m.header.stamp) not in ours
-            and _stamp_key(m.header.stamp) * 1e-9 > last_sent]
+    assert {_stamp_key(_stamp(k)) for k in range(200, count)} <= answered, "samples after the late one unanswered"
+    # the watchdog's commands carry the node's wall-clock stamp; (a hiccup of this process while streaming
+    # makes a fade of its own: only the windows of the gap and of the end are looked at)
+    own = [(_stamp_key(m.header.stamp) * 1e-9, m) for _, m in h.servo_jf if _stamp_key(m.header.stamp) not in ours]
+    gap = [m for t, m in own if sent[199] < t < sent[200]]
+    assert gap, f"no fade in the 150 ms gap:\n{out}"
+    gap_scales = np.abs(np.array([m.effort for m in gap])) @ np.abs(full) / (full @ full)
+    assert np.all(gap_scales > 0.0) and np.all(np.diff(gap_scales) <= 1e-12), gap_scales
+    assert len(gap) <= 0.15 * rate + 3, f"{len(gap)} fade commands in 150 ms: faster than the state's {rate:g} Hz"
+    last_sent = sent[-1]
+    fade = [m for t, m in own if t > last_sent]
     assert fade, f"no fade-out commands:\n{out}"
     fade_times = np.array([_stamp_key(m.header.stamp) * 1e-9 for m in fade])
     engagement = fade_times[0] - last_sent
-    print(f"\nwatchdog engagement: {1e3 * engagement:.1f} ms after the last sample was sent "
-          f"(nominal {1e3 * (stale_periods - 1) / rate:.0f}-{1e3 * stale_periods / rate:.0f} ms); "
-          f"fade-out {1e3 * (fade_times[-1] - fade_times[0]):.0f} ms over {len(fade)} commands")
-    assert 0.8 * (stale_periods - 1) / rate <= engagement < 0.05, f"engagement after {1e3 * engagement:.1f} ms"
+    duration = fade_times[-1] - fade_times[0]
+    print(f"\nwatchdog: first fade command {1e3 * engagement:.1f} ms after the last sample was sent (stale after "
+          f"{1e3 * (stale_periods - 1) / rate:.0f} ms, then one period); fade-out {1e3 * duration:.0f} ms over "
+          f"{len(fade)} commands; {len(gap)} commands in the 150 ms gap; hand-over {handed_over:.2f} s after the "
+          "last sample")
+    assert 0.8 * (stale_periods - 1) / rate <= engagement < 0.1, f"engagement after {1e3 * engagement:.1f} ms"
     efforts = np.array([m.effort for m in fade])
     assert efforts.shape[1] == 7 and np.all(np.isfinite(efforts))
     magnitude = np.abs(efforts) @ np.abs(full) / (full @ full)  # the scale the torques carry
-    assert magnitude[0] > 0.8, "the fade-out does not start from the full torques"
+    assert magnitude[0] > 0.5, "the fade-out does not start from (nearly) the full torques"
     assert np.all(np.diff(magnitude) <= 1e-12), "the torques do not fall monotonically"
     assert np.allclose(efforts, magnitude[:, None] * full, atol=1e-9), "the fade-out scales the last torques"
     assert np.all(efforts[-1] == 0.0), efforts[-1]
     assert not np.any(np.all(efforts[:-1] == 0.0, axis=1)), "zero commands before the end of the fade-out"
-    duration = fade_times[-1] - fade_times[0]
-    assert 0.8 * fade_out_time <= duration <= fade_out_time + 0.15, f"fade-out took {duration:.3f} s"
+    assert 0.6 * fade_out_time <= duration <= fade_out_time + 0.3, f"fade-out took {duration:.3f} s"
+    assert len(fade) <= 1.3 * rate * duration + 3, f"{len(fade)} fade commands: faster than the state's rate"
+    assert 0.9 * handover_after <= handed_over <= handover_after + 1.0, f"hand-over after {handed_over:.2f} s"
     assert [m.data for _, m in h.builtin] == [False, True]
     assert not after_stop, f"{len(after_stop)} servo_jf after the hand-over"
-    assert "stale" in out and "fading out" in out and "compensation stopped" in out, out
+    assert len(_lines_with(out, "s (handover_after")) == 1, out  # the hand-over: one WARN, once
+    assert 1 <= len(_lines_with(out, "measured_js late")) <= 4, out  # at most one a second
+    last = diagnostics[-1]
+    assert last.stale_events >= 2 and last.late_samples >= 1 and last.max_gap >= 0.14, last
+    assert "hand-overs 1," in out and "stale events" in out, out
 
 
 @pytest.mark.ros
-def test_diagnostics_report_the_fade_out(ros_env, rclpy_context, tmp_path):
+def test_diagnostics_report_the_fade_out_and_the_ros_tools_see_ok_then_error(ros_env, rclpy_context, tmp_path):
+    """~/diagnostics with every command (FADING_OUT, then STOPPED with the last one); /diagnostics
+    (diagnostic_msgs/DiagnosticArray, about 1 Hz): OK while compensating, ERROR once the stale state made
+    the node hand the arm back, with the counts."""
+    from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+
     path, _ = _gc_file(tmp_path)
     q, qd = np.array([0.1, 0.3, -0.2, 0.4, -0.3, 0.2, 0.0]), np.zeros(7)
     h = _Harness(rclpy_context, "gc_test_diagnostics", diagnostics=True)
+    reports = h.probe.collect(DiagnosticArray, "/diagnostics")
     with running(_gc_node(path, "ramp_in_time:=0.0", "fade_out_time:=0.2"), ros_env) as proc:
         h.wait_ready(proc)
-        h.stream([_state(k, q, qd) for k in range(100)], rate=200.0)
+        started = time.monotonic()
+        h.stream([_state(k, q, qd) for k in range(300)], rate=200.0)
         assert h.probe.spin_until(lambda: any(m.data for _, m in h.builtin), 5.0, proc), output_of(proc)
+        handed_over = time.monotonic()
         h.probe.spin_until(lambda: any(d.state == STOPPED for _, d in h.diagnostics), 1.0, proc)
+        assert h.probe.spin_until(lambda: any(at > handed_over + 0.05 for at, _ in reports), 3.0, proc), \
+            output_of(proc)
+        elapsed = time.monotonic() - started
     states = [d.state for _, d in h.diagnostics]
+    statuses = [(at, a.status[0]) for at, a in reports if a.status]
     h.close()
     assert FADING_OUT in states and states[-1] == STOPPED, sorted(set(states))
+    assert all((st.name, st.hardware_id) == ("dvrk_ident: gravity_compensation MTML", ARM) for _, st in statuses)
+    during = [st for at, st in statuses if started + 0.3 < at < started + 1.4]
+    assert during and all(st.level == DiagnosticStatus.OK and st.message == "compensating MTML" for st in during), \
+        [(st.level, st.message) for st in during]
+    last = statuses[-1][1]
+    values = {kv.key: kv.value for kv in last.values}
+    assert last.level == DiagnosticStatus.ERROR and "handed back" in last.message, (last.level, last.message)
+    assert values["state"] == "stopped" and values["hand-overs"] == "1" and int(values["stale events"]) >= 1, values
+    assert int(values["answered"]) >= 280 and int(values["fade commands"]) >= 1, values
+    assert len(statuses) <= elapsed + 3, f"{len(statuses)} reports in {elapsed:.1f} s: not about 1 Hz"
 
 
 @pytest.mark.ros
@@ -352,7 +398,8 @@ def test_stamp_0_samples_stop_the_node_at_once_and_it_resumes(ros_env, rclpy_con
     invalid = _state(0, np.zeros(7), np.zeros(7))
     invalid.header.stamp.sec, invalid.header.stamp.nanosec = 0, 0
     h = _Harness(rclpy_context, "gc_test_stamp_0", builtin_on=False)
-    with running(_gc_node(path, "ramp_in_time:=0.0", "fade_out_time:=0.2"), ros_env) as proc:
+    # (resume_after short: the valid samples again last 0.5 s; the hysteresis has tests of its own)
+    with running(_gc_node(path, "ramp_in_time:=0.0", "fade_out_time:=0.2", "resume_after:=0.1"), ros_env) as proc:
         h.wait_ready(proc)
         h.warm_up(proc, q, qd)
         h.stream([_state(k, q, qd) for k in range(100)], rate=200.0)
@@ -375,20 +422,29 @@ def test_stamp_0_samples_stop_the_node_at_once_and_it_resumes(ros_env, rclpy_con
     assert "has stamp 0" in out and "stopped at once" in out and "invalid (stamp 0) 100" in out, out
 
 
-def _interrupted(ros_env, rclpy_context, tmp_path, name: str, signal_at: int | None, count: int):
+def _interrupted(ros_env, rclpy_context, tmp_path, name: str, signal_at: int | None, count: int,
+                 fade_out_time: float = 0.4):
     """Stream ``count`` samples at 200 Hz, SIGINT the node after sample ``signal_at`` (None: once all are
-    answered); check the hand-over and return the process and its output."""
-    path, _ = _gc_file(tmp_path)
+    answered); check the fade-out (several falling, non-zero commands, exactly 0 N m last), then the hand-over,
+    then the exit; return the process and its output."""
+    path, params = _gc_file(tmp_path)
     q, qd = np.array([0.1, 0.3, -0.2, 0.4, -0.3, 0.2, 0.0]), np.zeros(7)
+    full = np.array(CompensationLaw(params).compute(q, qd, 1.0))
     h = _Harness(rclpy_context, name)
-    with running(_gc_node(path, "ramp_in_time:=0.0"), ros_env) as proc:
+    signalled: list[float] = []
+
+    def interrupt(proc) -> None:
+        signalled.append(time.monotonic())
+        proc.send_signal(signal.SIGINT)
+
+    with running(_gc_node(path, "ramp_in_time:=0.0", f"fade_out_time:={fade_out_time}"), ros_env) as proc:
         h.wait_ready(proc)
         h.stream([_state(k, q, qd) for k in range(count)], rate=200.0,
-                 on_sent=lambda k: proc.send_signal(signal.SIGINT) if k == signal_at else None)
-        if signal_at is None:  # every sample answered, then SIGINT: the node is fading out when it is told to stop
+                 on_sent=lambda k: interrupt(proc) if k == signal_at else None)
+        if signal_at is None:  # every sample answered, then SIGINT: no state any more, the watchdog paces the fade
             last = _stamp_key(_stamp(count - 1))  # (the first few wait for the dVRK's own compensation to go off)
             assert h.probe.spin_until(lambda: last in h.answers(), 5.0, proc), output_of(proc)
-            proc.send_signal(signal.SIGINT)
+            interrupt(proc)
         assert h.probe.spin_until(lambda: proc.poll() is not None, 10.0), "the node did not exit on SIGINT"
         h.probe.spin_for(0.3)
     out = output_of(proc)
@@ -400,22 +456,33 @@ def _interrupted(ros_env, rclpy_context, tmp_path, name: str, signal_at: int | N
     assert answered >= (count if signal_at is None else signal_at) - 5, f"only {answered} samples answered"
     assert h.builtin and h.builtin[-1][1].data is True, [m.data for _, m in h.builtin]
     assert h.builtin[-1][0] >= h.servo_jf[-1][0] - 0.05  # the hand-over follows the zero command
-    assert "exit: answered" in out, out
+    # the fade: what reached the arm after the signal falls (a few full answers in flight first), not at once
+    after = np.array([m.effort for at, m in h.servo_jf if at > signalled[0]])
+    magnitude = np.abs(after) @ np.abs(full) / (full @ full)
+    fading = magnitude[(magnitude > 0.02) & (magnitude < 0.98)]
+    took = h.builtin[-1][0] - signalled[0]
+    print(f"\nSIGINT: {len(after)} commands after the signal, {len(fading)} of them fading; hand-over {took:.2f} s "
+          f"after the signal (fade_out_time {fade_out_time:g} s)")
+    assert np.all(np.diff(magnitude) <= 1e-9), f"the torques do not fall monotonically after SIGINT: {magnitude}"
+    assert len(fading) >= 5, f"no fade after SIGINT, zero at once? {magnitude}"
+    assert 0.7 * fade_out_time <= took <= fade_out_time + 1.5, f"hand-over {took:.2f} s after SIGINT"
+    assert "exit: faded out in" in out and "answered" in out, out
     return proc, out
 
 
 @pytest.mark.ros
-def test_sigint_sends_zero_effort_and_hands_over(ros_env, rclpy_context, tmp_path):
-    # the arm's state stopped a moment ago (every sample answered): the node is fading out
+def test_sigint_fades_out_then_hands_over_then_exits(ros_env, rclpy_context, tmp_path):
+    # the arm's state stopped a moment ago (every sample answered): the watchdog paces the fade at the state's rate
     proc, out = _interrupted(ros_env, rclpy_context, tmp_path, "gc_test_exit", signal_at=None, count=100)
     assert proc.returncode == 0, out
     assert "Traceback" not in out, out
 
 
 @pytest.mark.ros
-def test_sigint_while_the_state_streams(ros_env, rclpy_context, tmp_path):
-    # Ctrl-C while the dVRK keeps publishing: the hand-over must happen and the exit be clean
-    proc, out = _interrupted(ros_env, rclpy_context, tmp_path, "gc_test_exit_streaming", signal_at=100, count=200)
+def test_sigint_while_the_state_streams_fades_out_on_the_samples(ros_env, rclpy_context, tmp_path):
+    # Ctrl-C while the dVRK keeps publishing: the samples are answered at the falling scale, then the hand-over
+    # and a clean exit
+    proc, out = _interrupted(ros_env, rclpy_context, tmp_path, "gc_test_exit_streaming", signal_at=100, count=260)
     assert proc.returncode == 0, out
     assert "Traceback" not in out, out
 
@@ -443,7 +510,8 @@ def test_bad_start_exits_with_status_2(ros_env, tmp_path):
 @pytest.mark.ros
 def test_no_command_until_the_builtin_compensation_can_be_turned_off(ros_env, rclpy_context, tmp_path):
     """With nothing subscribed to use_gravity_compensation the 'off' would be lost and the arm would get its
-    gravity twice: the node waits (and says so); once the arm's subscriber appears, 'off' is sent first."""
+    gravity twice: the node waits (and says so); once the arm's subscriber appears, 'off' is sent first. An MTM
+    without gravity_compensation/setpoint_js: the node warns once that it cannot read that state."""
     from sensor_msgs.msg import JointState
     from std_msgs.msg import Bool
 
@@ -478,6 +546,9 @@ def test_no_command_until_the_builtin_compensation_can_be_turned_off(ros_env, rc
     out = output_of(proc)
     probe.close()
     assert out.count("nothing subscribes /MTML/use_gravity_compensation") == 1, out  # said once
+    # this MTM publishes no readings of its own compensation: said once, it is never turned back on
+    assert out.count("publishes no /MTML/gravity_compensation/setpoint_js") == 1, out
+    assert "never turned back on by this node" in out, out
 
 
 # -- against the simulated arm: the situations of a lab ------------------------------------------------------
@@ -565,14 +636,27 @@ class _Lab:
     def faults(self) -> list:
         return [s for _, s in self.states if s.state == "FAULT"]
 
+    def ramped_in_again(self, since: float, gc, timeout: float = 8.0) -> list:
+        """The commands after ``since`` once more than 40 arrived: the first exactly 0 N m (a ramp-in again)."""
+        assert self.probe.spin_until(lambda: len(self.answered_since(since)) > 40, timeout, gc), output_of(gc)
+        again = self.answered_since(since)
+        assert list(again[0].effort) == [0.0] * 7 and np.abs(again[-1].effort).sum() > 0.05, "no ramp-in again"
+        return again
+
+    def interrupt(self, gc) -> None:
+        """Ctrl-C: the node fades out, hands over and exits; then the arm's readings catch up."""
+        gc.send_signal(signal.SIGINT)
+        assert self.probe.spin_until(lambda: gc.poll() is not None, 10.0), "the node did not exit"
+        self.probe.spin_for(0.3)
+
     def close(self) -> None:
         self.probe.close()
 
 
 def _lab_gc_node(parameter_file: str, *params: str) -> list[str]:
-    """The node for the lab tests: a watchdog of 20 periods (200 ms) so that a hiccup of this loaded machine is
-    no fade-out of its own (the watchdog has tests of its own above)."""
-    return _gc_node(parameter_file, "stale_periods:=20.0", *params)
+    """The node for the lab tests, with its defaults for a 100 Hz arm (a hiccup of this loaded machine is a late
+    sample at most: a dip, no hand-over)."""
+    return _gc_node(parameter_file, *params)
 
 
 def _lines_with(out: str, text: str) -> list[str]:
@@ -602,7 +686,7 @@ def test_nothing_reaches_an_arm_until_it_is_ready_then_compensation_and_2_4_hand
         lab.wait_status(("ENABLED", False, True))
         homing = time.monotonic()
         lab.wait_status(("ENABLED", True, False))  # (c): homing for 1.5 s, with valid samples
-        assert time.monotonic() - homing > 1.0
+        assert time.monotonic() - homing > 0.5  # (homing_time 1.5 s; margins for a loaded machine)
         assert not lab.servo_jf and not lab.builtin, "commands while the arm homed (an effort command faults it)"
         ready = time.monotonic()
         assert lab.probe.spin_until(lambda: len(lab.servo_jf) > 150, 8.0, gc), output_of(gc)
@@ -612,9 +696,7 @@ def test_nothing_reaches_an_arm_until_it_is_ready_then_compensation_and_2_4_hand
         efforts = np.array([m.effort for _, m in lab.servo_jf])
         assert np.all(efforts[0] == 0.0) and np.max(np.abs(efforts[-1])) > 0.1  # ramped in from exactly 0
         assert all(stamp_valid(m.header.stamp) for _, m in lab.servo_jf)
-        gc.send_signal(signal.SIGINT)
-        assert lab.probe.spin_until(lambda: gc.poll() is not None, 10.0), "the node did not exit"
-        lab.probe.spin_for(0.3)
+        lab.interrupt(gc)
         assert lab.builtin_on(), "dVRK 2.4: the node found its own compensation on and did not put it back on"
         assert not lab.faults(), "the arm faulted"
     gc_out, sim_out = output_of(gc), output_of(sim)
@@ -625,7 +707,7 @@ def test_nothing_reaches_an_arm_until_it_is_ready_then_compensation_and_2_4_hand
                    "MTML is ENABLED but not homed: home it from the console",
                    "MTML is homing: wait until it is homed"):
         assert len(_lines_with(gc_out, reason)) == 1, f"{reason!r} not said once:\n{gc_out}"
-    assert len(_lines_with(gc_out, "not commanding")) <= 4, gc_out  # (+ "no operating_state yet" at most)
+    assert len(_lines_with(gc_out, "not commanding")) <= 6, gc_out  # (+ "no operating_state yet", a race or two)
     assert _lines_with(gc_out, "compensating MTML: ramp-in") and "was on before" in gc_out, gc_out
     assert "back on as found" in gc_out, gc_out
     assert not _lines_with(sim_out, NOT_READY_WARNING), sim_out
@@ -670,12 +752,8 @@ def test_stamp_0_mid_run_stops_at_once_resumes_when_ready_and_2_3_hand_over(ros_
         lab.wait_status(("ENABLED", True, False))
         ready = time.monotonic()
         assert len(lab.servo_jf) == stopped, "servo_jf before the arm was ready again"
-        assert lab.probe.spin_until(lambda: len(lab.answered_since(ready)) > 50, 5.0, gc), output_of(gc)
-        again = lab.answered_since(ready)
-        assert list(again[0].effort) == [0.0] * 7 and np.abs(again[-1].effort).sum() > 0.05  # ramped in again
-        gc.send_signal(signal.SIGINT)
-        assert lab.probe.spin_until(lambda: gc.poll() is not None, 10.0), "the node did not exit"
-        lab.probe.spin_for(0.3)
+        again = lab.ramped_in_again(ready, gc)  # (after resume_after, 1 s, of fresh state from the ready arm)
+        lab.interrupt(gc)
         assert not lab.builtin_on(), "dVRK 2.3: the node turned the arm's own compensation on"
         assert not lab.faults(), "the arm faulted"
     gc_out = output_of(gc)
@@ -710,9 +788,10 @@ def test_teleoperation_turning_the_builtin_compensation_on_stops_the_node(ros_en
         assert lab.probe.spin_until(lab.builtin_on, 2.0), "the simulated teleoperation did not turn it on"
         turned_on = next(at for at, m in lab.readings if at > teleop and any(m.effort))
         lab.probe.spin_for(1.0)
+        # (the node's zero command and the reading that caused it travel on two topics: either may come first)
+        stop_at, last = lab.servo_jf[-1]
+        assert list(last.effort) == [0.0] * 7, "the node did not end with a zero command"
         after = lab.answered_since(turned_on)
-        assert after and list(after[-1].effort) == [0.0] * 7, "the node did not end with a zero command"
-        stop_at = next(at for at, m in lab.servo_jf if m is after[-1])
         print(f"\nteleoperation: {len(after)} commands after the first reading of the arm's own compensation on "
               f"reached the test, the zero one {1e3 * (stop_at - turned_on):.0f} ms after it")
         assert len(after) <= 6, f"{len(after)} commands after the arm's own compensation came on"
@@ -721,12 +800,8 @@ def test_teleoperation_turning_the_builtin_compensation_on_stops_the_node(ros_en
         assert lab.builtin_on()
         lab.builtin_off()  # someone turns it off again: the node takes over again
         off = time.monotonic()
-        assert lab.probe.spin_until(lambda: len(lab.answered_since(off)) > 40, 5.0, gc), output_of(gc)
-        again = lab.answered_since(off)
-        assert list(again[0].effort) == [0.0] * 7 and np.abs(again[-1].effort).sum() > 0.05  # ramped in again
-        gc.send_signal(signal.SIGINT)
-        assert lab.probe.spin_until(lambda: gc.poll() is not None, 10.0), "the node did not exit"
-        lab.probe.spin_for(0.3)
+        lab.ramped_in_again(off, gc)
+        lab.interrupt(gc)
         assert lab.builtin_on(), "dVRK 2.4: not back on at exit"
         assert not lab.faults(), "the arm faulted"
     gc_out = output_of(gc)

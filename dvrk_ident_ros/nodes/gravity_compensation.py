@@ -3,10 +3,12 @@
 On each ``/<ARM>/measured_js`` it computes the compensation from that very
 sample (a gc JSON through the MLSE law, or an identified model's gravity,
 springs and cable) and publishes ``/<ARM>/servo_jf`` at once, then the
-diagnostics (``~/diagnostics``). Safety: NaN / wrong-length samples are
-rejected (logged, no command), torques are clamped, ramp in over
-``ramp_in_time``; a steady-clock watchdog fades the torques out when the state
-goes stale and then stops commanding.
+detailed diagnostics (``~/diagnostics``, GravityCompensationDiagnostics); the
+ROS tools' summary goes to ``/diagnostics`` (diagnostic_msgs/DiagnosticArray,
+about 1 Hz: OK while compensating or idle on purpose, WARN while fading, with a
+torque clamped or while waiting, ERROR when an outage stopped it). Safety:
+NaN / wrong-length samples are rejected (logged, no command), torques are
+clamped, ramp in over ``ramp_in_time``.
 
 The arm's state (ground truth: ../shared/reference/dvrk-ros2-interface.md,
 "What the real arm does"):
@@ -17,26 +19,45 @@ The arm's state (ground truth: ../shared/reference/dvrk-ros2-interface.md,
   with ``header.stamp`` 0 is never commanded from and never re-arms the
   watchdog. What the node waits for is logged once per reason.
 - When the arm stops being ready (operating_state, or a stamp-0 sample) the
-  torques fade to exactly 0 N m, then the flag is handed back; if it became
-  busy (homing: an effort command would fault it) the node stops at once
-  without another command. It ramps in again once the arm is ready.
+  node stops at once without another command (a not-ready arm ignores effort
+  commands, a homing one faults on them) and hands the flag back. It ramps in
+  again once the arm is ready (after ``resume_after``, as after any hand-over).
 - The dVRK's own compensation (``/<ARM>/gravity_compensation/setpoint_js``,
   all-zero effort: off; :class:`~dvrk_ident_ros.gc.supervisor.BuiltinCompensation`):
   turned off before the first command, and the node commands only once that
   topic says it is off; handed back as it was found before the first take-over
-  (2.3: off stays off, 2.4: back on) at the end of a fade and at exit. Someone
-  else turning it on while the node commands (teleoperation does when it
-  enables): the node sends one zero command and stops, says so once, leaves
-  the flag alone (no fight, at exit too), and ramps in again once the topic
-  says it is off again. An arm that publishes no readings (a PSM of older
-  dVRKs): the flag is turned off as before, and never turned on (the node
-  cannot know it was).
+  (2.3: off stays off, 2.4: back on) at a hand-over and at exit. Someone else
+  turning it on while the node commands (teleoperation does when it enables):
+  the node sends one zero command and stops, says so once, leaves the flag
+  alone (no fight, at exit too), and ramps in again once the topic says it is
+  off again. An arm that publishes no readings (a PSM of older dVRKs): the flag
+  is turned off as before, and never turned on (the node cannot know it was);
+  an MTM without readings is warned about once.
+
+Jitter and outages (:class:`~dvrk_ident_ros.gc.supervisor.CompensationSupervisor`):
+a late sample (no state for ``stale_periods - 1`` periods, 90 ms at 100 Hz by
+default) starts a fade over ``fade_out_time``, whose commands follow the
+state's own period; the next sample ramps back in from where the fade got to.
+Only a state stale for ``handover_after`` s (and faded to zero) hands the arm
+back to the dVRK's own compensation, logged once at WARN; after any hand-over
+the node takes the arm again only once the state has been fresh for
+``resume_after`` s: the built-in compensation is toggled at most once per real
+outage. Late samples and stale events are logged at most once a second each and
+counted (diagnostics, the exit line).
+
+Exit (SIGINT/SIGTERM: :func:`~dvrk_ident_ros.nodes.common.run` calls
+:meth:`GravityCompensationNode.close`): the torques fade out over
+``fade_out_time`` (samples still arriving are answered at the falling scale;
+without samples the watchdog commands at the state's period), end with exactly
+0 N m, then the flag is handed back, then the process exits; a hard deadline
+of ``fade_out_time`` + 0.5 s ends the fade with a zero command whatever
+happens.
 
 The watchdog is a deadline, not a tick: one steady-clock timer that every valid
 sample re-arms (``Timer.reset``, under a microsecond) to
 :meth:`~dvrk_ident_ros.gc.supervisor.CompensationSupervisor.deadline` after it.
-It only fires when the state is late; it then ticks every
-``fade_out_period`` while fading out, and is cancelled once stopped. A 1 kHz
+It only fires when the state is late; it then ticks at the state's period while
+fading, once more for the hand-over, and is cancelled once stopped. A 1 kHz
 watchdog tick in rclpy costs about 13 % of a core on its own. (Created, then
 cancelled at once: ``create_timer(..., autostart=False)`` is Jazzy and later.)
 The checks of the arm's state on the control path are a few attribute reads;
@@ -60,6 +81,7 @@ from std_msgs.msg import Bool
 from dvrk_ident.msg import GravityCompensationDiagnostics
 from dvrk_ident_ros.arm_state import OperatingStatus, stamp_is_valid
 from dvrk_ident_ros.errors import DataError, DvrkIdentError
+from dvrk_ident_ros.gc.health import STATE_NAMES, compensation_health
 from dvrk_ident_ros.gc.supervisor import (
     ACTIVE,
     FADING_OUT,
@@ -78,6 +100,7 @@ from dvrk_ident_ros.nodes.common import (
     declare,
     run,
 )
+from dvrk_ident_ros.nodes.diagnostics import REPORT_PERIOD, DiagnosticsPublisher, Throttle
 
 #: s: an arm whose gravity_compensation/setpoint_js has no publisher this long after its first valid ready
 #: sample publishes none (its endpoints are discovered together with measured_js's; this only covers a race)
@@ -91,6 +114,10 @@ INVALID_REPORT_AFTER = 1.0
 REPEAT_OFF_EVERY = 1.0
 #: s: the dVRK's own compensation still on this long after the node's "off" is reported
 SWITCH_OFF_TIME = 0.2
+#: s: the exit's fade ends with a zero command at the latest this long after fade_out_time
+EXIT_MARGIN = 0.5
+#: s: at most one log line per kind of event (late state, fade to zero) this often
+LOG_EVERY = 1.0
 
 DEFAULT_TORQUE_LIMIT = {  # N m (N): for an identified model (a gc JSON carries its own limits)
     "mtm": [1.5, 1.5, 1.5, 0.6, 0.3, 0.3, 0.1],
@@ -124,18 +151,18 @@ class GravityCompensationNode(Node):
         super().__init__("gravity_compensation")
         self.arm = check_arm_name(declare(self, "arm", "MTML"))
         self.parameter_file = str(declare(self, "parameter_file", ""))
+        defaults = SupervisorSettings()
         settings = SupervisorSettings(
-            ramp_in_time=float(declare(self, "ramp_in_time", 1.0)),
-            fade_out_time=float(declare(self, "fade_out_time", 0.5)),
-            stale_periods=float(declare(self, "stale_periods", 3.0)))
+            ramp_in_time=float(declare(self, "ramp_in_time", defaults.ramp_in_time)),
+            fade_out_time=float(declare(self, "fade_out_time", defaults.fade_out_time)),
+            stale_periods=float(declare(self, "stale_periods", defaults.stale_periods)),
+            handover_after=float(declare(self, "handover_after", defaults.handover_after)),
+            resume_after=float(declare(self, "resume_after", defaults.resume_after)))
         limit_scale = float(declare(self, "torque_limit_scale", 1.0))
         self.disable_builtin = bool(declare(self, "disable_builtin", True))
         self.publish_diagnostics = bool(declare(self, "publish_diagnostics", True))
-        self.fade_out_period = float(declare(self, "fade_out_period", 0.001))
         if not 0.0 < limit_scale <= 1.0:
             raise DvrkIdentError(f"torque_limit_scale {limit_scale}: expected (0, 1]")
-        if not 0.0 < self.fade_out_period <= 0.1:
-            raise DvrkIdentError(f"fade_out_period {self.fade_out_period}: expected (0, 0.1] s")
         self.law, self.model_kind = load_compensation(self.parameter_file, self.arm)
         self.law.scale_limits(limit_scale)
         self.joints = 7 if arm_family(self.arm) == "mtm" else 6
@@ -150,16 +177,24 @@ class GravityCompensationNode(Node):
         self.rejected = 0
         self.answered = 0
         self.invalid = 0  # samples with stamp 0 (the arm's mark of invalid data)
+        self.fade_commands = 0  # commands of the node's own (fades), not answers to a sample
         self._waiting = ""  # what the node waits for, as last logged ("" while commanding)
+        self._idle_expected = False  # the node waits on purpose (the arm not ready, teleoperation has it)
         self._ready_since: float | None = None  # first valid sample while ready and stopped (monotonic s)
         self._invalid_since: float | None = None
         self._handed_over_at = -math.inf
         self._off_sent_at = -math.inf
         self._readable = False  # the arm publishes gravity_compensation/setpoint_js
+        self._unreadable_said = False
+        self._started_once = False
+        self._saturated_seen = [False] * self.joints  # joints clamped since the last /diagnostics report
+        self._names: list[str] = []
+        self._throttle = Throttle(LOG_EVERY)
         self._builtin_topic = f"/{self.arm}/gravity_compensation/setpoint_js"
         self._servo_jf = self.create_publisher(JointState, f"/{self.arm}/servo_jf", STATE_QOS)
         self._builtin = self.create_publisher(Bool, f"/{self.arm}/use_gravity_compensation", 10)
         self._diagnostics = self.create_publisher(GravityCompensationDiagnostics, "~/diagnostics", 10)
+        self._report = DiagnosticsPublisher(self, f"dvrk_ident: gravity_compensation {self.arm}", self.arm)
         self._command = JointState()
         self._diag = GravityCompensationDiagnostics()
         self._diag.parameter_source = self.parameter_file
@@ -167,17 +202,20 @@ class GravityCompensationNode(Node):
         # Watchdog: a steady-clock deadline timer on the same executor (independent of /clock), armed by the
         # first sample. One Python thread only: a watchdog thread would cost the hot path up to a GIL switch
         # interval (5 ms). Created, then cancelled (Humble has no autostart=False).
-        self._last_tick = time.monotonic()
-        self._watchdog = self.create_timer(1.0, self._on_watchdog, clock=Clock(clock_type=ClockType.STEADY_TIME))
+        steady = Clock(clock_type=ClockType.STEADY_TIME)
+        self._watchdog = self.create_timer(1.0, self._on_watchdog, clock=steady)
         self._watchdog.cancel()
+        self.create_timer(REPORT_PERIOD, self._publish_report, clock=steady)
         self.monitor = ArmStateMonitor(self, self.arm, on_change=self._on_operating_state)
         self.create_subscription(JointState, self._builtin_topic, self._on_builtin, CONTROL_STATE_QOS)
         self.create_subscription(JointState, f"/{self.arm}/measured_js", self._on_state, CONTROL_STATE_QOS)
         self.get_logger().info(
             f"{self.arm}: {self.model_kind} compensation from {self.parameter_file}; waiting for "
             f"/{self.arm}/measured_js (ramp-in {settings.ramp_in_time:g} s, watchdog {settings.stale_periods:g} "
-            "periods)" + ("" if self.monitor.available else
-                          "; crtk_msgs absent: the arm's readiness is judged from the stamps only"))
+            f"periods, fade-out {settings.fade_out_time:g} s, hand-over after {settings.handover_after:g} s "
+            f"stale, resume after {settings.resume_after:g} s fresh)"
+            + ("" if self.monitor.available else
+               "; crtk_msgs absent: the arm's readiness is judged from the stamps only"))
 
     # -- hot path -------------------------------------------------------------------
     def _reject(self, why: str) -> None:
@@ -214,47 +252,72 @@ class GravityCompensationNode(Node):
         self._invalid_since = None
         sup = self.supervisor
         was = sup.state
-        if was != ACTIVE and was != RAMP_IN and not self._may_start(arrival):
-            return None
+        stamp = header_stamp.sec + 1e-9 * header_stamp.nanosec
+        if was == ACTIVE or was == RAMP_IN:
+            scale = sup.on_state(arrival, stamp)
+        else:  # off the control path: fading, stopped, waiting
+            if not self._may_start(msg, arrival, stamp):
+                return None
+            scale = sup.command(arrival, stamp)
         self._q, self._q_in, self._qd, self._qd_in = q, self._q, qd, self._qd  # no copy, no allocation
-        scale = sup.on_state(arrival, header_stamp.sec + 1e-9 * header_stamp.nanosec)
         if self.answered < 64 or not self.answered & 63:  # a median of 64 intervals: not on every sample
             sup.update_period()
         self._arm_watchdog(int(1e9 * sup.deadline()))
-        total = self.law.compute(q, qd, scale)
+        law = self.law
+        total = law.compute(q, qd, scale)
         command = self._command
         command.header.stamp = header_stamp
         command.effort = total[:n]
         self._servo_jf.publish(command)
         self.answered += 1
+        if True in law.saturated:
+            self._note_saturated()
         if self.publish_diagnostics:
             self._publish_diagnostics(header_stamp, start)
 
     def _publish_diagnostics(self, stamp, start: float) -> None:
-        law, d, n = self.law, self._diag, self.joints
+        law, d, n, sup = self.law, self._diag, self.joints, self.supervisor
         d.header.stamp = stamp
         d.gravity_torque = law.gravity[:n]
         d.disturbance_torque = law.disturbance[:n]
         d.blend_weight = law.alpha[:n]
         d.total_torque = law.total[:n]
         d.saturated = law.saturated[:n]
-        d.state = self.supervisor.state
-        d.ramp_scale = self.supervisor.scale
+        d.state = sup.state
+        d.ramp_scale = sup.scale
+        d.stale_events = sup.stale_events
+        d.late_samples = sup.late_samples
+        d.handovers = sup.handovers
+        d.max_gap = sup.max_gap
+        d.period = sup.period
         d.compute_time = time.perf_counter() - start
         self._diagnostics.publish(d)
 
+    def _note_saturated(self) -> None:
+        seen = self._saturated_seen
+        for i, s in enumerate(self.law.saturated[:self.joints]):
+            if s:
+                seen[i] = True
+
     # -- the arm's state ------------------------------------------------------------
-    def _wait(self, reason: str) -> None:
-        """Not commanding because of ``reason``: logged once, until the reason changes or commanding starts."""
+    def _wait(self, reason: str, expected: bool = False) -> None:
+        """Not commanding because of ``reason`` (``expected``: on purpose, e.g. the arm not ready): logged
+        once, until the reason changes or commanding starts."""
+        self._idle_expected = expected
         if reason != self._waiting:
             self._waiting = reason
             self.get_logger().warning(f"not commanding {self.arm}: {reason}")
+
+    def _wait_for_arm(self) -> None:
+        """The arm is not ready: the reason, expected once the arm has said what it is doing."""
+        self._wait(self.monitor.reason(), expected=self.monitor.status is not None)
 
     def _on_invalid(self, now: float) -> None:
         """A sample with stamp 0: the arm is not ready. Never commanded from, never a fresh sample."""
         self.invalid += 1
         self._ready_since = None
         sup = self.supervisor
+        sup.interrupt()
         if sup.state != STOPPED:
             # the arm is not ready: it ignores effort commands, and one would fault it if it is homing (the
             # busy operating_state may come after this sample): stop at once, no further command
@@ -264,31 +327,38 @@ class GravityCompensationNode(Node):
             self._invalid_since = now
         if sup.state != STOPPED:
             return
-        if self.builtin.owned:  # taken over, not commanding yet
+        if self.builtin.owned:  # taken over, not commanding (yet, or faded to zero on a stale state)
             self.get_logger().info(self._hand_over())
         if not self.monitor.ready:
-            self._wait(self.monitor.reason())
+            self._wait_for_arm()
         elif not self.monitor.available or now - self._invalid_since >= INVALID_REPORT_AFTER:
             self._wait(f"/{self.arm}/measured_js has stamp 0, the arm's mark of invalid data (powered off, not "
-                       "homed or faulted?): waiting for valid samples")
+                       "homed or faulted?): waiting for valid samples", expected=not self.monitor.available)
 
     def _on_operating_state(self, old: OperatingStatus | None, new: OperatingStatus) -> None:
         if new.ready:
+            self._invalid_since = None  # stamp-0 samples from before are no news about the ready arm
             if self.supervisor.state == STOPPED and self._waiting:
                 self.get_logger().info(f"{self.arm} is ready ({new.describe()}): compensating from the next "
-                                       "valid sample")
+                                       "valid sample" + self._resume_note())
             return
         self.builtin.forget()
         self._ready_since = None
         sup = self.supervisor
+        sup.interrupt()
         reason = new.not_ready_reason(self.arm)
         if sup.state != STOPPED:
             # a not-ready arm ignores effort commands, and a busy (homing) one faults on them: not even a zero
             self._stop(f"{reason}; stopped at once without another command (a not-ready arm ignores effort "
                        "commands, a homing one faults on them)")
-        elif self.builtin.owned:  # taken over, not commanding yet
+        elif self.builtin.owned:  # taken over, not commanding (yet, or faded to zero on a stale state)
             self.get_logger().info(self._hand_over())
-        self._wait(reason)
+        self._wait(reason, expected=True)
+
+    def _resume_note(self) -> str:
+        if not self.supervisor.released:
+            return ""
+        return f" once its state has been fresh for resume_after {self.supervisor.settings.resume_after:g} s"
 
     def _on_builtin(self, msg: JointState) -> None:
         """A reading of the dVRK's own compensation: all-zero effort is off. Taken while the arm is ready."""
@@ -311,50 +381,76 @@ class GravityCompensationNode(Node):
         self.supervisor.stop()
         self._watchdog.cancel()
         self._waiting = reason
+        self._idle_expected = True
         self.get_logger().warning(reason)
 
-    def _may_start(self, now: float) -> bool:
-        """Whether a valid sample may be commanded from (not RAMP_IN or ACTIVE); takes the flag over when due.
+    def _may_start(self, msg: JointState, now: float, stamp: float) -> bool:
+        """Whether a valid sample may be commanded from (the node is not RAMP_IN or ACTIVE); takes the flag
+        over when due. Records the sample's arrival (late samples, freshness) while the arm is ready.
 
         Off the control path: runs only while the node is not commanding."""
+        sup, builtin = self.supervisor, self.builtin
+        if sup.final:  # exiting: the final fade's samples are answered at its scale, none after it
+            if sup.state == FADING_OUT:
+                sup.on_sample(now, stamp)
+            return sup.state == FADING_OUT
         if not self.monitor.ready:
-            self._wait(self.monitor.reason())
+            sup.interrupt()
+            self._wait_for_arm()
             return False
+        sup.on_sample(now, stamp)
+        if sup.state == FADING_OUT or sup.holding:  # a late sample after a stale fade: the flag is still ours
+            return True
         if self._ready_since is None:
             self._ready_since = now
-        sup, builtin = self.supervisor, self.builtin
-        if sup.state == STOPPED:
-            if self.disable_builtin and self._builtin.get_subscription_count() == 0:
-                self._wait(f"nothing subscribes /{self.arm}/use_gravity_compensation: the dVRK's own compensation "
-                           "may be on (disable_builtin:=false if the arm has none)")
-                return False
+        if self.disable_builtin and self._builtin.get_subscription_count() == 0:
+            self._wait(f"nothing subscribes /{self.arm}/use_gravity_compensation: the dVRK's own compensation "
+                       "may be on (disable_builtin:=false if the arm has none)")
+            return False
+        if not self._readable:
+            self._readable = self.count_publishers(self._builtin_topic) > 0
             if not self._readable:
-                self._readable = self.count_publishers(self._builtin_topic) > 0
-                if not self._readable and now - self._ready_since < NO_READINGS_AFTER:
+                if now - self._ready_since < NO_READINGS_AFTER:
                     return False
-            if builtin.yielded:
-                return False  # said once in _yield; over when a reading says off
-            if self._readable and (builtin.reading is None or now - self._handed_over_at < HANDOVER_SETTLE):
-                if now - self._ready_since > NO_READINGS_AFTER + HANDOVER_SETTLE:  # a reading is due at once
-                    self._wait(f"no valid {self._builtin_topic} while the arm is ready (the state of the dVRK's "
-                               "own compensation): waiting for it")
+                if arm_family(self.arm) == "mtm" and not self._unreadable_said:
+                    self._unreadable_said = True
+                    self.get_logger().warning(
+                        f"{self.arm} publishes no {self._builtin_topic}: the state of the dVRK's own gravity "
+                        "compensation cannot be read (a dVRK before 2.3?); "
+                        + ("it is turned off and " if self.disable_builtin else "")
+                        + "never turned back on by this node (it cannot know it was on)")
+        if builtin.yielded:
+            return False  # said once in _yield; over when a reading says off
+        if self._readable and (builtin.reading is None or now - self._handed_over_at < HANDOVER_SETTLE):
+            if now - self._ready_since > NO_READINGS_AFTER + HANDOVER_SETTLE:  # a reading is due at once
+                self._wait(f"no valid {self._builtin_topic} while the arm is ready (the state of the dVRK's "
+                           "own compensation): waiting for it")
+            return False
+        if not builtin.owned:
+            if not sup.may_resume(now):  # hysteresis: fresh state for resume_after before taking the arm again
+                self._wait(f"{self.arm} was handed back to the dVRK's own compensation: taking it again once its "
+                           f"state has been fresh for resume_after {sup.settings.resume_after:g} s")
                 return False
-            if not builtin.owned:
-                builtin.take_over()
-                self._send_off(now)
+            builtin.take_over()
+            self._send_off(now)
         if not builtin.may_command(self._readable):
             if self.disable_builtin and now - self._off_sent_at >= REPEAT_OFF_EVERY:
                 self._send_off(now)
             if now - self._off_sent_at > SWITCH_OFF_TIME:  # the arm takes a period or two to switch it off
-                    self._wait(f"the dVRK's own gravity compensation of {self.arm} is on: waiting until it is off"
+                self._wait(f"the dVRK's own gravity compensation of {self.arm} is on: waiting until it is off"
                            + ("" if self.disable_builtin else
                               " (disable_builtin is false: turn it off from the console)"))
             return False
-        if sup.state == STOPPED:
-            found = {None: "unknown", True: "on", False: "off"}[builtin.found]
-            self.get_logger().info(f"compensating {self.arm}: ramp-in over {sup.settings.ramp_in_time:g} s (the "
-                                   f"dVRK's own compensation was {found} before this node took over)")
+        found = {None: "unknown", True: "on", False: "off"}[builtin.found]
+        self.get_logger().info(f"compensating {self.arm}: ramp-in over {sup.settings.ramp_in_time:g} s (the dVRK's "
+                               f"own compensation was {found} before this node took over)"
+                               + ("; again after a stop" if self._started_once else ""))
+        self._started_once = True
+        if not self._names and len(msg.name) == self.joints:
+            self._names = list(msg.name)
+            self._diag.name = self._names
         self._waiting = ""
+        self._idle_expected = False
         return True
 
     def _send_off(self, now: float) -> None:
@@ -362,9 +458,14 @@ class GravityCompensationNode(Node):
             self._builtin.publish(Bool(data=False))  # before the first command
             self._off_sent_at = now
 
-    def _hand_over(self) -> str:
-        """Give the flag back as found; what became of it, for the log."""
+    def _hand_over(self, count: bool = True) -> str:
+        """Give the flag back as found (``count``: a hand-over while running, not the exit's); what became of
+        it, for the log."""
+        owned = self.builtin.owned
         value = self.builtin.hand_over()
+        if owned:
+            self.supervisor.release(count)
+        self._ready_since = None  # the wait for a fresh reading starts again with the next sample
         if value is None:
             return "the dVRK's own compensation left as it is"
         if self.disable_builtin:
@@ -378,57 +479,147 @@ class GravityCompensationNode(Node):
         self._watchdog.cancel()
         self.get_logger().warning(f"{reason}; {self._hand_over()}")
 
-    # -- watchdog, fade-out ---------------------------------------------------------
+    # -- watchdog, fades, hand-over ---------------------------------------------------
     def _arm_watchdog(self, period_ns: int) -> None:
         """(Re)start the watchdog timer: ``period_ns`` from now, then every ``period_ns``."""
         if period_ns != self._watchdog.timer_period_ns:
             self._watchdog.timer_period_ns = period_ns
         self._watchdog.reset()
 
-    def _begin_fade(self, reason: str, now: float, stale: bool = False) -> None:
-        if self.supervisor.begin_fade_out(stale):
-            self.get_logger().warning(f"{reason}: fading out over {self.supervisor.settings.fade_out_time:g} s")
-            self._last_tick = now
-            self._arm_watchdog(int(1e9 * self.fade_out_period))
-
     def _on_watchdog(self) -> None:
         now = time.monotonic()
         sup = self.supervisor
-        if sup.state in (RAMP_IN, ACTIVE):
-            if not sup.is_stale(now):  # a sample re-armed the deadline as it expired
-                return
-            self._begin_fade(f"/{self.arm}/measured_js stale for {1e3 * (now - sup._last_arrival):.1f} ms"
-                             f" (period {1e3 * sup.period:.1f} ms)", now, stale=True)
-        if sup.state == FADING_OUT:
-            self._fade_step(now - self._last_tick)
-            self._last_tick = now
-        if sup.state == STOPPED:
+        was = sup.state
+        tick = sup.tick(now)
+        if was != FADING_OUT and sup.state == FADING_OUT:
+            self._log_stale(now)
+        if tick.command:
+            self._publish_fade()
+            if sup.holding and not sup.final:
+                held = self._throttle.allow("faded", now)
+                if held is not None:
+                    self.get_logger().info(
+                        f"faded to 0 N m with /{self.arm}/measured_js stale for "
+                        f"{1e3 * (sup.stale_for(now) or 0.0):.0f} ms: not commanding; the dVRK's own compensation "
+                        f"stays off until handover_after {sup.settings.handover_after:g} s"
+                        + (f" ({held} more since the last report)" if held else ""))
+        if tick.hand_over:
+            stale = sup.stale_for(now) or 0.0
+            self.get_logger().warning(
+                f"/{self.arm}/measured_js stale for {stale:.2f} s (handover_after {sup.settings.handover_after:g} s): "
+                f"{self._hand_over()}; taking the arm again once its state has been fresh for resume_after "
+                f"{sup.settings.resume_after:g} s")
+            self._waiting = f"/{self.arm}/measured_js stale: handed back to the dVRK's own compensation"
+            self._idle_expected = False
+        if tick.next_in is None:
             self._watchdog.cancel()
+        else:
+            self._arm_watchdog(int(1e9 * tick.next_in))
 
-    def _fade_step(self, dt: float) -> None:
-        """One fade-out command: the last sample's torques at the lowered scale; at zero, the hand-over."""
+    def _log_stale(self, now: float) -> None:
         sup = self.supervisor
-        scale = sup.fade_step(dt)
+        held = self._throttle.allow("stale", now)
+        if held is None:
+            return
+        self.get_logger().warning(
+            f"/{self.arm}/measured_js late: no sample for {1e3 * (sup.stale_for(now) or 0.0):.0f} ms (threshold "
+            f"{1e3 * sup.stale_after():.0f} ms, period {1e3 * sup.period:.1f} ms): fading out over "
+            f"{sup.settings.fade_out_time:g} s until it comes back ({sup.stale_events} stale events, "
+            f"{sup.late_samples} late samples so far" + (f"; {held} more since the last report" if held else "")
+            + ")")
+
+    def _publish_fade(self) -> None:
+        """A command of the node's own: the last sample's torques at the fade's scale (the last one 0 N m)."""
         self._command.header.stamp = self.get_clock().now().to_msg()
         start = time.perf_counter()
-        self._command.effort = self.law.compute(self._q, self._zeros, scale)[:self.joints]
+        self._command.effort = self.law.compute(self._q, self._zeros, self.supervisor.scale)[:self.joints]
         self._servo_jf.publish(self._command)
+        self.fade_commands += 1
         if self.publish_diagnostics:  # FADING_OUT, or STOPPED with the last (zero) command
             self._publish_diagnostics(self._command.header.stamp, start)
-        if sup.state == STOPPED:
-            self.get_logger().info(f"compensation stopped; {self._hand_over()}")
 
+    # -- /diagnostics ---------------------------------------------------------------------
+    def _saturated_joints(self) -> list[str]:
+        names = self._names or [f"joint {i + 1}" for i in range(self.joints)]
+        return [names[i] for i, s in enumerate(self._saturated_seen) if s]
+
+    def health(self, now: float):
+        """The compensation's level and message (:func:`~dvrk_ident_ros.gc.health.compensation_health`)."""
+        sup = self.supervisor
+        reason = self._waiting or f"waiting for valid /{self.arm}/measured_js from a ready arm"
+        return compensation_health(self.arm, sup.state, sup.scale, stale_for=sup.stale_for(now),
+                                   handed_over=sup.released, final=sup.final, saturated=self._saturated_joints(),
+                                   idle_reason=reason, idle_expected=self._idle_expected)
+
+    def _publish_report(self) -> None:
+        now = time.monotonic()
+        sup = self.supervisor
+        health = self.health(now)
+        stale = sup.stale_for(now)
+        self._report.publish(health.level, health.message, {
+            "state": STATE_NAMES.get(sup.state, str(sup.state)),
+            "scale": sup.scale,
+            "answered": self.answered,
+            "rejected": self.rejected,
+            "invalid (stamp 0)": self.invalid,
+            "fade commands": self.fade_commands,
+            "stale events": sup.stale_events,
+            "late samples": sup.late_samples,
+            "hand-overs": sup.handovers,
+            "max gap (s)": sup.max_gap,
+            "stale for (s)": stale if stale is not None else 0.0,
+            "period (s)": sup.period,
+            "watchdog threshold (s)": sup.stale_after(),
+            "dVRK compensation flag owned": self.builtin.owned,
+            "saturated since the last report": ", ".join(self._saturated_joints()) or "none",
+            "parameter file": self.parameter_file,
+            "model": self.model_kind,
+        })
+        self._saturated_seen = [False] * self.joints
+
+    # -- exit -----------------------------------------------------------------------------
     def close(self) -> None:
-        """At exit: zero effort if commanding, then the flag back as found."""
-        if self.supervisor.state != STOPPED:
+        """At exit: fade out over fade_out_time (commands at the state's rate), exactly 0 N m last, then the
+        flag back as found."""
+        sup = self.supervisor
+        start = time.monotonic()
+        faded = ""
+        if sup.begin_final_fade(start):
+            faded = self._fade_out_at_exit(start)
+        elif self.builtin.owned and sup.holding:
+            faded = "already at 0 N m; "
+        handed = self._hand_over(count=False)
+        time.sleep(0.05)  # let the middleware deliver the hand-over before the context goes
+        self.get_logger().info(
+            f"exit: {faded}answered {self.answered} samples, rejected {self.rejected}, invalid (stamp 0) "
+            f"{self.invalid}, stale events {sup.stale_events}, late samples {sup.late_samples}, max gap "
+            f"{1e3 * sup.max_gap:.0f} ms, hand-overs {sup.handovers}, fade commands {self.fade_commands}; {handed}")
+
+    def _fade_out_at_exit(self, start: float) -> str:
+        """The final fade: the executor keeps answering samples at the falling scale and the watchdog commands
+        at the state's period without them; a zero command at the hard deadline at the latest."""
+        sup = self.supervisor
+        self._arm_watchdog(int(1e9 * sup.deadline()))
+        deadline = start + sup.settings.fade_out_time + EXIT_MARGIN
+        executor = self.executor
+        while sup.state != STOPPED and self.context.ok():
+            now = time.monotonic()
+            if now >= deadline:
+                break
+            if executor is not None:
+                executor.spin_once(timeout_sec=min(0.05, deadline - now))
+            else:  # not spun by an executor: the watchdog's steps by hand
+                time.sleep(min(sup.period, deadline - now))
+                self._on_watchdog()
+        self._watchdog.cancel()
+        took = time.monotonic() - start
+        if sup.state != STOPPED:  # the deadline: zero at once
+            sup.stop()
             self._command.header.stamp = self.get_clock().now().to_msg()
             self._command.effort = self._zeros[:self.joints]
             self._servo_jf.publish(self._command)
-            self.supervisor.stop()
-        handed = self._hand_over()
-        time.sleep(0.05)  # let the middleware deliver the hand-over before the context goes
-        self.get_logger().info(f"exit: answered {self.answered} samples, rejected {self.rejected}, invalid (stamp 0) "
-                               f"{self.invalid}, stale events {self.supervisor.stale_events}; {handed}")
+            return f"fade-out cut at the deadline after {took:.2f} s with a zero command; "
+        return f"faded out in {took:.2f} s; "
 
 
 def main(args: list[str] | None = None) -> int:
