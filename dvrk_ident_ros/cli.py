@@ -18,6 +18,7 @@ from dvrk_ident_ros.errors import DvrkIdentError
 from dvrk_ident_ros.excitation.commands import add_trajectory_commands
 from dvrk_ident_ros.gc.commands import add_gc_commands
 from dvrk_ident_ros.identify.commands import add_identify_commands
+from dvrk_ident_ros.launch_commands import add_launch_command, add_run_command
 from dvrk_ident_ros.model.commands import add_model_commands
 
 Handler = Callable[[argparse.Namespace], int]
@@ -50,7 +51,7 @@ def _add_doctor(sub: argparse._SubParsersAction) -> None:
 #: Functions that add one sub-command each to the parser.
 SUBCOMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [
     _add_doctor, add_model_commands, add_identify_commands, add_trajectory_commands, add_gc_commands,
-    add_demo_command,
+    add_demo_command, add_run_command, add_launch_command,
 ]
 
 

@@ -56,5 +56,5 @@ def resolve_package_file(given: str | Path, what: str = "file") -> Path:
     share = find_share_directory()
     if share is not None and (share / path).is_file():
         return share / path
-    places = f"{Path.cwd()}" + (f" or {share}" if share is not None else "")
+    places = str(Path.cwd()) + (f" or {share}" if share is not None and share.resolve() != Path.cwd().resolve() else "")
     raise DataError(f"{what} {text!r} not found (looked in {places})")

@@ -6,7 +6,10 @@
 (relative to the working directory). The node turns the dVRK's built-in
 compensation off while it runs and back on when it stops (config:
 ``disable_builtin``). Parameters: config/gravity_compensation.yaml, then the
-launch arguments.
+launch arguments. ``arm`` in any case; ``use_sim_time`` true/false/1/0.
+
+The launch ends when the node exits: ``ros2 launch`` exits non-zero when the
+node could not run (a missing or wrong parameter file, ...), 0 after Ctrl-C.
 """
 from launch.actions import DeclareLaunchArgument
 from launch.launch_description import LaunchDescription
@@ -15,33 +18,39 @@ from launch_ros.actions import Node, SetParameter
 from launch_ros.parameter_descriptions import ParameterValue
 from launch_ros.substitutions import FindPackageShare
 
+from dvrk_ident_ros.launch_support import canonical_arguments, exit_handler
+
 PACKAGE = "dvrk_ident"
-ARMS = ["MTML", "MTMR", "PSM1", "PSM2", "PSM3"]
 
 
 def generate_launch_description():
     arm = LaunchConfiguration("arm")
+    compensation = Node(
+        package=PACKAGE,
+        executable="gravity_compensation",
+        name=["gravity_compensation_", arm],
+        parameters=[
+            PathJoinSubstitution([FindPackageShare(PACKAGE), "config/gravity_compensation.yaml"]),
+            {
+                "arm": ParameterValue(arm, value_type=str),
+                "parameter_file": ParameterValue(LaunchConfiguration("parameter_file"), value_type=str),
+            },
+        ],
+        output="screen",
+        emulate_tty=True,
+    )
     return LaunchDescription([
-        DeclareLaunchArgument("arm", default_value="MTML", choices=ARMS, description="dVRK arm to compensate"),
+        DeclareLaunchArgument("arm", default_value="MTML",
+                              description="dVRK arm to compensate: MTML, MTMR (PSMx with an identified model; any "
+                                          "case)"),
         DeclareLaunchArgument(
             "parameter_file",
             description="gc-<ARM>-<serial>.json of the dVRK or an identified-model JSON (required)"),
         DeclareLaunchArgument(
-            "use_sim_time", default_value="false", choices=["true", "false"],
+            "use_sim_time", default_value="false",
             description="true: follow /clock (a simulated arm started with use_sim_time:=true)"),
-        SetParameter(name="use_sim_time", value=LaunchConfiguration("use_sim_time")),
-        Node(
-            package=PACKAGE,
-            executable="gravity_compensation",
-            name=["gravity_compensation_", arm],
-            parameters=[
-                PathJoinSubstitution([FindPackageShare(PACKAGE), "config/gravity_compensation.yaml"]),
-                {
-                    "arm": ParameterValue(arm, value_type=str),
-                    "parameter_file": ParameterValue(LaunchConfiguration("parameter_file"), value_type=str),
-                },
-            ],
-            output="screen",
-            emulate_tty=True,
-        ),
+        canonical_arguments(booleans=("use_sim_time",), arm="arm"),
+        SetParameter(name="use_sim_time", value=LaunchConfiguration("use_sim_time")),  # "true"/"false" once canonical
+        compensation,
+        exit_handler(compensation, "the gravity compensation", required=True),
     ])

@@ -9,6 +9,14 @@ declared launch argument (or set by ``SetLaunchConfiguration``, or carry a
 be a parameter of the node's own file ``config/<executable>.yaml``
 (:func:`check_node_parameters`).
 
+Exit statuses and argument conventions (:func:`check_exit_handlers`,
+:func:`check_argument_conventions`): every ``Node`` is bound to a name and
+given to ``exit_handler`` of ``dvrk_ident_ros.launch_support`` (a node that
+exits non-zero fails the launch), one of them ``required=True`` (its exit ends
+the launch); a boolean argument has no ``choices`` (they would refuse ``True``
+and ``1``) and is made canonical by ``canonical_arguments(booleans=...)``, as
+is the ``arm`` argument (any case), which has no ``choices`` either.
+
 A node parameter file must have the ``/**: ros__parameters:`` form, so that it
 applies whatever the node is named, and only values that a ROS parameter can
 hold: no empty value, no empty list (it has no type), no mixed-type list
@@ -111,6 +119,134 @@ def check_launch_arguments(path: Path) -> list[str]:
     for name, line in sorted(declared.items(), key=lambda item: item[1]):
         if name not in read:
             problems.append(f"{path.name}:{line}: launch argument {name!r} is declared but never used")
+    return problems
+
+
+def _keyword(call: ast.Call, name: str) -> ast.expr | None:
+    return next((k.value for k in call.keywords if k.arg == name), None)
+
+
+def _imports_support(tree: ast.Module, name: str) -> bool:
+    return any(isinstance(n, ast.ImportFrom) and n.module == "dvrk_ident_ros.launch_support"
+               and any(a.name == name for a in n.names) for n in ast.walk(tree))
+
+
+def check_exit_handlers(path: Path) -> list[str]:
+    """Every Node is bound to a name given to ``exit_handler(...)``; at least one handler is required=True.
+
+    Returns the problems; :func:`required_executables` tells which nodes end the launch.
+    """
+    tree = _parse(path)
+    if tree is None:
+        return []
+    problems = []
+    if not _imports_support(tree, "exit_handler"):
+        problems.append(f"{path.name}: does not import exit_handler from dvrk_ident_ros.launch_support")
+    bound: dict[str, int] = {}  # variable -> line of its Node(...)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and \
+                getattr(node.value.func, "id", getattr(node.value.func, "attr", None)) == "Node":
+            bound.update({t.id: node.lineno for t in node.targets if isinstance(t, ast.Name)})
+    node_calls = [call for _, call in _calls(tree, "Node")]
+    bound_calls = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call)}
+    for call in node_calls:
+        if id(call) not in bound_calls:
+            problems.append(f"{path.name}:{call.lineno}: a Node not bound to a name cannot be given to exit_handler")
+    handled: dict[str, bool] = {}
+    for _, call in _calls(tree, "exit_handler"):
+        target = call.args[0] if call.args else _keyword(call, "node")
+        if not isinstance(target, ast.Name):
+            problems.append(f"{path.name}:{call.lineno}: exit_handler's node is not a name")
+            continue
+        required = _keyword(call, "required")
+        if required is None and len(call.args) > 2:
+            required = call.args[2]
+        handled[target.id] = isinstance(required, ast.Constant) and required.value is True
+    for name, line in sorted(bound.items(), key=lambda item: item[1]):
+        if name not in handled:
+            problems.append(f"{path.name}:{line}: node {name!r} has no exit_handler: its failure would not fail "
+                            "the launch")
+    if node_calls and not any(handled.values()):
+        problems.append(f"{path.name}: no exit_handler(..., required=True): nothing ends the launch with the status "
+                        "of the node that does its job")
+    return problems
+
+
+def required_executables(path: Path) -> set[str]:
+    """The executables of the nodes whose exit_handler is required=True."""
+    tree = ast.parse(path.read_text())
+    executables = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and \
+                getattr(node.value.func, "id", None) == "Node":
+            executable = _literal(_keyword(node.value, "executable"))
+            executables.update({t.id: executable for t in node.targets if isinstance(t, ast.Name)})
+    required = set()
+    for _, call in _calls(tree, "exit_handler"):
+        flag = _keyword(call, "required")
+        if call.args and isinstance(call.args[0], ast.Name) and isinstance(flag, ast.Constant) and flag.value is True:
+            required.add(executables.get(call.args[0].id))
+    return required
+
+
+_BOOLEAN_TEXT = {"true", "false", "True", "False", "1", "0"}
+
+
+def check_argument_conventions(path: Path) -> list[str]:
+    """Booleans and the arm argument as ROS accepts them (see the module's docstring)."""
+    tree = _parse(path)
+    if tree is None:
+        return []
+    problems = []
+    canonical = [call for _, call in _calls(tree, "canonical_arguments")]
+    booleans_made_canonical: set[str] = set()
+    arm_made_canonical: set[str] = set()
+    for call in canonical:
+        listed = _keyword(call, "booleans")
+        if listed is not None:
+            try:
+                booleans_made_canonical |= set(ast.literal_eval(listed))
+            except ValueError:
+                problems.append(f"{path.name}:{call.lineno}: canonical_arguments(booleans=...) is not a literal")
+        arm = _literal(_keyword(call, "arm"))
+        if arm:
+            arm_made_canonical.add(arm)
+    if canonical and not _imports_support(tree, "canonical_arguments"):
+        problems.append(f"{path.name}: canonical_arguments is not imported from dvrk_ident_ros.launch_support")
+    declared_booleans: set[str] = set()
+    variables = {t.id: _literal(_argument(n.value, "variable_name")) for n in ast.walk(tree)
+                 if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call)
+                 and getattr(n.value.func, "id", None) == "LaunchConfiguration" for t in n.targets
+                 if isinstance(t, ast.Name)}
+    declarations = sorted((call for _, call in _calls(tree, "DeclareLaunchArgument")), key=lambda c: c.lineno)
+    for call in declarations:
+        name = _literal(_argument(call, "name"))
+        default = _keyword(call, "default_value")
+        choices = _keyword(call, "choices")
+        choice_values = set()
+        if choices is not None:
+            try:
+                choice_values = {str(c) for c in ast.literal_eval(choices)}
+            except ValueError:
+                pass
+        # a default that is another argument's value (home_arm: the value of sim) has that argument's kind
+        is_boolean = (_literal(default) in _BOOLEAN_TEXT) or bool(choice_values & {"true", "false"}) or \
+            (isinstance(default, ast.Name) and variables.get(default.id) in declared_booleans)
+        if is_boolean:
+            declared_booleans.add(name)
+            if choices is not None:
+                problems.append(f"{path.name}:{call.lineno}: boolean argument {name!r} has choices: it would refuse "
+                                "True, 1 ... (ROS accepts true/false/1/0 in any case)")
+        if name == "arm":
+            if choices is not None:
+                problems.append(f"{path.name}:{call.lineno}: argument 'arm' has choices: it would refuse psm1 "
+                                "(arm names are case-insensitive)")
+            if "arm" not in arm_made_canonical:
+                problems.append(f"{path.name}:{call.lineno}: argument 'arm' is not made canonical "
+                                "(canonical_arguments(arm=\"arm\"))")
+    for name in sorted(declared_booleans - booleans_made_canonical):
+        problems.append(f"{path.name}: boolean argument {name!r} is not made canonical "
+                        "(canonical_arguments(booleans=...))")
     return problems
 
 

@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -46,3 +48,115 @@ def test_installed_command_runs():
     env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp"}
     proc = subprocess.run([str(exe), "doctor", "--quiet"], env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+# -- the nodes: --help, dvrk-ident run, no bare commands on PATH -----------------------------------------------------
+def test_node_list_matches_the_console_scripts():
+    from test_package import _console_scripts
+
+    from dvrk_ident_ros.launch_commands import NODES
+
+    assert set(NODES) == set(_console_scripts()) - {"dvrk-ident"}
+
+
+def _node_names() -> tuple[str, ...]:
+    from dvrk_ident_ros.launch_commands import NODES
+
+    return NODES
+
+
+@pytest.mark.parametrize("node", _node_names())
+def test_node_help_prints_its_parameters_without_starting_ros(node: str):
+    """`--help` exits 0 at once with the node's purpose and every parameter of config/<node>.yaml."""
+    from conftest import REPO_ROOT
+
+    from dvrk_ident_ros.node_help import module_purpose, parameter_docs
+
+    env = {k: v for k, v in os.environ.items() if k != "ROS_DOMAIN_ID"}
+    env["ROS_DOMAIN_ID"] = "not a number"  # rcl would refuse it: --help must not get that far
+    start = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", f"dvrk_ident_ros.nodes.{node}", "--help"], cwd=REPO_ROOT, env=env,
+                          capture_output=True, text=True, timeout=60)
+    elapsed = time.monotonic() - start
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert elapsed < 15.0
+    assert proc.stdout.startswith(f"usage: ros2 run dvrk_ident {node} ")
+    assert module_purpose(f"dvrk_ident_ros.nodes.{node}") in proc.stdout
+    for doc in parameter_docs(REPO_ROOT / "config" / f"{node}.yaml"):
+        assert f"\n  {doc.name} " in proc.stdout, doc.name
+
+
+def test_dvrk_ident_run_executes_the_node(tmp_path):
+    """`dvrk-ident run <node> ...` hands its arguments to the node (here -h) and ends with its status."""
+    from conftest import REPO_ROOT
+
+    proc = subprocess.run([sys.executable, "-m", "dvrk_ident_ros.cli", "run", "trajectory_player", "-h"],
+                          cwd=REPO_ROOT, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "usage: ros2 run dvrk_ident trajectory_player" in proc.stdout and "\n  autostart " in proc.stdout
+    proc = subprocess.run([sys.executable, "-m", "dvrk_ident_ros.cli", "run", "player"], cwd=REPO_ROOT,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "invalid choice: 'player'" in proc.stderr
+
+
+def test_setup_bash_puts_no_node_on_path():
+    from conftest import REPO_ROOT
+
+    text = (REPO_ROOT / "tools" / "setup.bash.in").read_text()
+    path_lines = [line for line in text.splitlines() if line.startswith("export PATH")]
+    assert path_lines == [], "nodes are reached through `dvrk-ident run` / `ros2 run`, not bare commands on PATH"
+
+
+def test_help_is_asked_before_the_ros_arguments_only():
+    from dvrk_ident_ros.node_help import wants_help
+
+    assert wants_help(["--help"]) and wants_help(["-h", "--ros-args", "-p", "arm:=PSM1"])
+    assert not wants_help([]) and not wants_help(["--ros-args", "-p", "arm:=PSM1", "--help"])
+
+
+def test_parameter_docs_read_the_comment_above_each_parameter(tmp_path):
+    from dvrk_ident_ros.node_help import node_help, parameter_docs
+
+    (tmp_path / "tool.yaml").write_text(
+        "# Parameters of the `tool` node.\n/**:\n  ros__parameters:\n"
+        "    # dVRK arm name (string): MTML or PSM1. Case is ignored.\n    arm: PSM1\n"
+        "    # Rate of the stream (Hz, float), e.g. 100.0 for the\n    # dVRK. More text.\n    rate: 500.0\n"
+        "    # Topics to add (string array). Left out on purpose:\n    # extra: [\"/a\"]\n"
+        "    # Gains (float).\n    gains:\n      p: 1.0\n      d: 0.1\n    bare: \"\"\n")
+    docs = parameter_docs(tmp_path / "tool.yaml")
+    assert [(d.name, d.default, d.description, d.is_set) for d in docs] == [
+        ("arm", "PSM1", "dVRK arm name (string): MTML or PSM1.", True),
+        ("rate", "500.0", "Rate of the stream (Hz, float), e.g. 100.0 for the dVRK.", True),
+        ("extra", "", "Topics to add (string array).", False),
+        ("gains.p", "1.0", "Gains (float).", True),
+        ("gains.d", "0.1", "Gains (float).", True),
+        ("bare", '""', "", True),
+    ]
+    text = node_help("dvrk_ident_ros.nodes.tool", config_dir=tmp_path)
+    assert "\n  extra    (not set)" in text and "usage: ros2 run dvrk_ident tool " in text
+
+
+# -- dvrk-ident launch (without starting nodes; the runs are in test_exit_codes.py) ------------------------------------
+def test_launch_show_args(capsys):
+    assert cli.main(["launch", "collect.launch.py", "--show-args"]) == 0
+    out = capsys.readouterr().out
+    assert "autostart: true: play trajectory_file" in out and "(default: 'true')" in out
+    assert "home_arm: " in out and "default: the value of sim" in out
+
+
+def test_launch_errors_are_one_line_with_status_2(capsys):
+    assert cli.main(["launch", "collect", "arm:=psm9", "--quiet"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "dvrk-ident launch: error: launch argument arm: unknown arm 'psm9': expected one of MTML, MTMR, PSM1, "
+        "PSM2, PSM3 (any case)")
+    assert cli.main(["launch", "demo"]) == 2
+    assert "unknown launch file 'demo'" in capsys.readouterr().err
+
+
+def test_trajectory_commands_find_files_by_the_launch_files_rule(tmp_path, monkeypatch, capsys):
+    """`trajectory check` takes a package-relative path from anywhere, as collect.launch.py and the player do."""
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["trajectory", "check", "--arm", "psm", "config/trajectories/psm_fourier.yaml"]) == 0
+    assert "all limits respected" in capsys.readouterr().out
+    assert cli.main(["trajectory", "check", "--arm", "psm", "config/trajectories/nothing.yaml"]) == 2
+    assert "trajectory file 'config/trajectories/nothing.yaml' not found (looked in" in capsys.readouterr().err

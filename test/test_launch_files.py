@@ -8,12 +8,15 @@ import pytest
 import yaml
 from conftest import REPO_ROOT
 from launch_check import (
+    check_argument_conventions,
+    check_exit_handlers,
     check_launch_arguments,
     check_launch_file,
     check_node_module,
     check_node_parameters,
     check_parameter_file,
     parameter_names,
+    required_executables,
 )
 from test_package import _console_scripts
 
@@ -39,6 +42,21 @@ def test_launch_file(path: Path):
     assert check_launch_file(path, set(_console_scripts()), CONFIG) == []
     assert check_launch_arguments(path) == []
     assert check_node_parameters(path, CONFIG) == []
+    assert check_exit_handlers(path) == []
+    assert check_argument_conventions(path) == []
+
+
+#: The node that does each launch file's job: its exit ends the launch, with its status.
+REQUIRED = {
+    "collect.launch.py": {"trajectory_player"},
+    "gravity_compensation.launch.py": {"gravity_compensation"},
+    "identify.launch.py": {"identification_service"},
+    "sim.launch.py": {"simulated_arm"},
+}
+
+
+def test_every_launch_file_ends_with_the_status_of_the_node_that_does_its_job():
+    assert {p.name: required_executables(p) for p in LAUNCH_FILES} == REQUIRED
 
 
 @pytest.mark.parametrize("path", LAUNCH_FILES, ids=lambda p: p.name)
@@ -273,3 +291,162 @@ def test_node_module_check_rejects_a_mismatch(tmp_path: Path, yaml_text: str, ex
     (tmp_path / "tool.yaml").write_text(yaml_text)
     problems = check_node_module(tmp_path / "tool.py", tmp_path / "tool.yaml")
     assert any(expected in p for p in problems), problems
+
+
+# -- exit handlers and argument conventions ------------------------------------------------------------------------
+_HANDLED = '''
+from launch import LaunchDescription
+from launch.actions import DeclareLaunchArgument
+from launch.conditions import IfCondition
+from launch.substitutions import LaunchConfiguration
+from launch_ros.actions import Node
+
+from dvrk_ident_ros.launch_support import canonical_arguments, exit_handler
+
+def generate_launch_description():
+    arm = LaunchConfiguration("arm")
+    sim = LaunchConfiguration("sim")
+    worker = Node(package="dvrk_ident", executable="tool", parameters=[{"arm": arm}])
+    helper = Node(package="dvrk_ident", executable="other", condition=IfCondition(sim))
+    return LaunchDescription([
+        DeclareLaunchArgument("arm", default_value="PSM1"),
+        DeclareLaunchArgument("sim", default_value="false"),
+        DeclareLaunchArgument("home", default_value=sim),
+        DeclareLaunchArgument("mode", default_value="fast", choices=["fast", "slow"]),
+        canonical_arguments(booleans=("sim", "home"), arm="arm"),
+        worker,
+        helper,
+        exit_handler(worker, "the worker", required=True),
+        exit_handler(helper, "the helper"),
+    ])
+'''
+
+
+def test_handler_and_convention_checks_accept_a_good_file(tmp_path: Path):
+    path = tmp_path / "x.launch.py"
+    path.write_text(_HANDLED)
+    assert check_exit_handlers(path) == []
+    assert check_argument_conventions(path) == []
+    assert required_executables(path) == {"tool"}
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [
+        ('        exit_handler(helper, "the helper"),\n', "", "node 'helper' has no exit_handler"),
+        ("required=True", "required=False", "no exit_handler(..., required=True)"),
+        ("        worker,\n", '        Node(package="dvrk_ident", executable="third"),\n        worker,\n',
+         "a Node not bound to a name"),
+        ("from dvrk_ident_ros.launch_support import canonical_arguments, exit_handler",
+         "from dvrk_ident_ros.launch_support import canonical_arguments\nfrom elsewhere import exit_handler",
+         "does not import exit_handler from dvrk_ident_ros.launch_support"),
+    ],
+)
+def test_handler_check_rejects_a_bad_file(tmp_path: Path, old: str, new: str, expected: str):
+    assert old in _HANDLED
+    path = tmp_path / "x.launch.py"
+    path.write_text(_HANDLED.replace(old, new))
+    problems = check_exit_handlers(path)
+    assert any(expected in p for p in problems), problems
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [
+        ('"sim", default_value="false")', '"sim", default_value="false", choices=["true", "false"])',
+         "boolean argument 'sim' has choices"),
+        ('"arm", default_value="PSM1")', '"arm", default_value="PSM1", choices=["PSM1", "PSM2"])',
+         "argument 'arm' has choices"),
+        ('booleans=("sim", "home")', 'booleans=("sim",)', "boolean argument 'home' is not made canonical"),
+        ('booleans=("sim", "home"), arm="arm"', 'booleans=("sim", "home")', "argument 'arm' is not made canonical"),
+    ],
+)
+def test_convention_check_rejects_a_bad_file(tmp_path: Path, old: str, new: str, expected: str):
+    assert old in _HANDLED
+    path = tmp_path / "x.launch.py"
+    path.write_text(_HANDLED.replace(old, new))
+    problems = check_argument_conventions(path)
+    assert any(expected in p for p in problems), problems
+
+
+# -- dvrk-ident launch: the same plan as the launch file ------------------------------------------------------------
+def _node_dicts(path: Path) -> dict[str, set[str]]:
+    """executable -> names of the parameters its Node(...) sets in a dict."""
+    tree = ast.parse(path.read_text())
+    out = {}
+    for call in ast.walk(tree):
+        if isinstance(call, ast.Call) and getattr(call.func, "id", None) == "Node":
+            keywords = {k.arg: k.value for k in call.keywords}
+            names = {key.value for d in keywords["parameters"].elts if isinstance(d, ast.Dict) for key in d.keys}
+            out[keywords["executable"].value] = names
+    return out
+
+
+#: Arguments that make every node of the file start.
+_EVERY_NODE = {"collect": ["sim:=true"], "gravity_compensation": ["parameter_file:=gc.json"]}
+
+
+@pytest.mark.parametrize("path", LAUNCH_FILES, ids=lambda p: p.name)
+def test_dvrk_ident_launch_runs_the_plan_of_the_launch_file(path: Path):
+    from dvrk_ident_ros.launch_commands import declared_arguments, launch_plan
+
+    name = path.name.removesuffix(".launch.py")
+    nodes = launch_plan(name, _EVERY_NODE.get(name, []))
+    dicts = _node_dicts(path)
+    assert {n.node for n in nodes} == set(dicts) == _launched_executables(path)
+    for n in nodes:
+        assert set(n.parameters) - {"use_sim_time"} == dicts[n.node] - {"use_sim_time"}, n.node
+    assert {n.node for n in nodes if n.required} == REQUIRED[path.name]
+    assert [a.name for a in declared_arguments(path)] == [
+        _literal_name(c) for c in ast.walk(ast.parse(path.read_text()))
+        if isinstance(c, ast.Call) and getattr(c.func, "id", None) == "DeclareLaunchArgument"]
+
+
+def _literal_name(call: ast.Call) -> str:
+    return call.args[0].value
+
+
+def test_collect_plan_follows_the_arguments(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    from dvrk_ident_ros.launch_commands import launch_plan
+
+    nodes = launch_plan("collect", ["arm:=mtml", "sim:=True", "autostart:=0"])
+    by_node = {n.node: n for n in nodes}
+    assert [n.name for n in nodes] == ["simulated_arm_MTML", "recorder_MTML", "trajectory_player_MTML"]
+    player = by_node["trajectory_player"].parameters
+    assert player["arm"] == "MTML" and player["autostart"] is False and player["home_arm"] is True  # home_arm = sim
+    assert player["use_sim_time"] is True and by_node["recorder"].parameters["use_sim_time"] is True
+    assert player["trajectory_file"] == str(REPO_ROOT / "config" / "trajectories" / "mtm_fourier.yaml")
+    nodes = launch_plan("collect", ["arm:=PSM2", "home_arm:=FALSE"])
+    assert [n.node for n in nodes] == ["recorder", "trajectory_player"]  # sim false: no simulated arm
+    assert nodes[1].parameters["home_arm"] is False and "use_sim_time" not in nodes[1].parameters
+    # the trajectory by the one rule: the working directory first, then the package share
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "config" / "grids").mkdir(parents=True)
+    (tmp_path / "config" / "grids" / "mtml_gc_grid.yaml").write_text("local copy")
+    nodes = launch_plan("collect", ["arm:=MTML", "trajectory_file:=config/grids/mtml_gc_grid.yaml"])
+    assert nodes[-1].parameters["trajectory_file"] == str(tmp_path / "config" / "grids" / "mtml_gc_grid.yaml")
+    nodes = launch_plan("collect", ["arm:=MTMR", "trajectory_file:=config/grids/mtmr_gc_grid.yaml"])
+    assert nodes[-1].parameters["trajectory_file"] == str(REPO_ROOT / "config" / "grids" / "mtmr_gc_grid.yaml")
+
+
+@pytest.mark.parametrize(
+    ("file", "given", "expected"),
+    [
+        ("collect", ["arm:=PSM4"], "unknown arm 'PSM4'"),
+        ("collect", ["sim:=yes"], "sim:='yes' is not a boolean"),
+        ("collect", ["trajectory_file:=no/such/file.yaml"], "'no/such/file.yaml' not found"),
+        ("collect", ["speed:=2"], "unknown launch argument 'speed'"),
+        ("collect", ["arm=PSM1"], "malformed launch argument 'arm=PSM1'"),
+        ("gravity_compensation", [], "launch argument parameter_file is required"),
+        ("sim", ["initial_state:=ready"], "initial_state:='ready': expected one of DISABLED"),
+        ("sim", ["publish_rate:=fast"], "publish_rate:='fast' is not a number"),
+        ("nothing", [], "unknown launch file 'nothing'"),
+    ],
+)
+def test_dvrk_ident_launch_refuses_bad_arguments_before_any_node_starts(file: str, given: list[str], expected: str):
+    from dvrk_ident_ros.errors import DvrkIdentError
+    from dvrk_ident_ros.launch_commands import launch_plan
+
+    with pytest.raises(DvrkIdentError) as info:
+        launch_plan(file, given)
+    assert expected in str(info.value)

@@ -91,4 +91,4 @@ fi
 step "check the installation"
 "$venv/bin/dvrk-ident" doctor --quiet
 current_step=""
-echo "==> setup: done (.venv ready; 'source .venv/setup.bash' to use the nodes from a shell)"
+echo "==> setup: done (.venv ready; 'source .venv/setup.bash', then dvrk-ident, dvrk-ident run <node>, dvrk-ident launch <file>)"

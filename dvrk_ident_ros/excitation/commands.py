@@ -19,7 +19,7 @@ from dvrk_ident_ros.excitation.optimize import (
     optimise,
     verify,
 )
-from dvrk_ident_ros.files import add_command_group
+from dvrk_ident_ros.files import add_command_group, resolve_package_file
 from dvrk_ident_ros.model.arm_model import load_model
 
 DEFAULT_FREQUENCY = {"mtm": 0.1, "psm": 0.18}
@@ -40,7 +40,8 @@ def _optimize(args: argparse.Namespace) -> int:
           file=sys.stderr)
     initial = None
     if args.initial:
-        initial, _ = load_trajectory(args.initial, arm=arm_family(model.description.arm), joints=model.dof)
+        initial, _ = load_trajectory(resolve_package_file(args.initial, "trajectory file"),
+                                     arm=arm_family(model.description.arm), joints=model.dof)
     result = optimise(model, limits, boxes, harmonics=args.harmonics, base_frequency=frequency, starts=args.starts,
                       seed=args.seed, max_iterations=args.iterations, progress=not args.quiet, initial=initial,
                       workers=args.workers)
@@ -63,7 +64,8 @@ def _optimize(args: argparse.Namespace) -> int:
 
 def _check(args: argparse.Namespace) -> int:
     model = load_model(args.arm)
-    traj, meta = load_trajectory(args.file, arm=arm_family(model.description.arm), joints=model.dof)
+    traj, meta = load_trajectory(resolve_package_file(args.file, "trajectory file"),
+                                 arm=arm_family(model.description.arm), joints=model.dof)
     variant = args.variant or meta.get("variant")
     margins = verify(model, traj, coordinate_limits(model, variant), cartesian_boxes(model))
     cond = condition_number(model, traj, 120)
@@ -110,7 +112,8 @@ def add_trajectory_commands(sub: argparse._SubParsersAction) -> None:
     p = tsub.add_parser("check", help="condition number and worst margin to every limit (1 kHz)")
     p.add_argument("--arm", required=True)
     p.add_argument("--variant", default=None)
-    p.add_argument("file")
+    p.add_argument("file", help="absolute, relative to the working directory, or in the package share "
+                                "(config/trajectories/psm_fourier.yaml)")
     p.set_defaults(handler=_check)
     p = tsub.add_parser("grid", help="the MLSE pose grid of an MTM side")
     p.add_argument("--arm", required=True, type=str.upper, choices=["MTML", "MTMR"])

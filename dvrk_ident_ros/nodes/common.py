@@ -8,6 +8,7 @@ node keeps running; the gravity compensation checks its samples inline instead.
 from __future__ import annotations
 
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -23,6 +24,7 @@ from rclpy.signals import SignalHandlerOptions
 from dvrk_ident_ros.arm_state import OperatingStatus
 from dvrk_ident_ros.arms import arm_family, canonical_arm  # noqa: F401 (arm_family: re-exported)
 from dvrk_ident_ros.errors import DvrkIdentError
+from dvrk_ident_ros.node_help import node_help, wants_help
 
 #: State and command topics: reliable, deep enough that a 1 kHz stream survives a slow callback.
 STATE_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=100, reliability=ReliabilityPolicy.RELIABLE)
@@ -118,6 +120,15 @@ def _events_executor(node: Node):
     return EventsExecutor(context=node.context)
 
 
+def _node_module(node_factory: Callable) -> str:
+    """The module (``dvrk_ident_ros.nodes.<node>``) whose main passed ``node_factory`` to :func:`run`."""
+    module = getattr(node_factory, "__module__", None) or "__main__"
+    if module == "__main__":  # python -m dvrk_ident_ros.nodes.<node>
+        spec = getattr(sys.modules["__main__"], "__spec__", None)
+        module = spec.name if spec is not None else module
+    return module
+
+
 def run(node_factory: Callable[[], Node], args: list[str] | None = None, executor: str = "single") -> int:
     """Create the node, spin it until SIGINT/SIGTERM, then ``node.close()``.
 
@@ -130,8 +141,18 @@ def run(node_factory: Callable[[], Node], args: list[str] | None = None, executo
     spun with a timeout) or "multi" (two threads, for a service whose job
     must not block the node). Never "multi" for high-rate subscriptions: the
     multi-threaded executor loses messages at 1 kHz in this rclpy version.
+
+    ``-h``/``--help`` (before any ``--ros-args``) prints the node's purpose and parameters and returns 0
+    without starting ROS.
     """
-    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+    if wants_help(list(sys.argv[1:] if args is None else args)):
+        print(node_help(_node_module(node_factory)), flush=True)
+        return 0
+    try:
+        rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+    except Exception as exc:  # noqa: BLE001 - e.g. a ROS_DOMAIN_ID that is not a number, malformed --ros-args
+        print(f"error: cannot start ROS: {exc}", flush=True)
+        return 2
     signal.signal(signal.SIGINT, _request_shutdown)
     signal.signal(signal.SIGTERM, _request_shutdown)
     node = None
