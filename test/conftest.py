@@ -64,12 +64,18 @@ def python() -> str:
     return sys.executable
 
 
+#: ROS tests that check the installed package itself (interfaces, launch files): they also run inside colcon test.
+_INSTALLATION_CHECKS = {"test_interfaces_ros", "test_launch_files"}
+
+
 def pytest_collection_modifyitems(config, items):
-    """Inside `colcon test` (a check of the built package) the slow tests already run by
-    `make test` (set-up script, colcon itself, simulation) are skipped."""
+    """Inside `colcon test` (a check of the built package) the slow tests (set-up script, colcon itself,
+    simulation) and the node integration tests, already run by `make test`, are skipped: what remains
+    is the core's tests and the checks of the installed interfaces and launch files."""
     if not os.environ.get("DVRK_IDENT_COLCON_TEST"):
         return
-    skip = pytest.mark.skip(reason="slow test: run by `make test`, not inside colcon test")
+    skip = pytest.mark.skip(reason="slow or node integration test: run by `make test`, not inside colcon test")
     for item in items:
-        if "slow" in item.keywords:
+        module = item.module.__name__.rpartition(".")[2] if item.module is not None else ""
+        if "slow" in item.keywords or ("ros" in item.keywords and module not in _INSTALLATION_CHECKS):
             item.add_marker(skip)
