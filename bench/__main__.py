@@ -5,7 +5,7 @@ import importlib
 import sys
 import time
 
-BENCHMARKS = ["model", "identify", "excitation", "gc", "sim", "recorder", "nodes"]
+BENCHMARKS = ["model", "identify", "excitation", "gc", "sim", "recorder", "nodes", "gc_outage", "playback"]
 
 
 def main(argv: list[str]) -> int:

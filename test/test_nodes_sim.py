@@ -178,8 +178,8 @@ def test_bad_commands_are_rejected_and_the_arm_holds(ros_env, rclpy_context):
         a.probe.spin_for(0.3)
         before, first = a.position(), len(a.measured)
         for k, (topic, fields) in enumerate(bad):
-            if k:  # the node's warnings are throttled to one a second (one call site for every topic)
-                a.probe.spin_for(1.05)
+            if k:  # the node's warnings are throttled to one a second (one call site for every topic); the margin
+                a.probe.spin_for(1.4)  # covers a command taken late by a loaded machine
             a.send(topic, **fields)
         a.probe.spin_for(0.5)
         assert proc.poll() is None, output_of(proc)
@@ -256,22 +256,23 @@ def test_move_jp_reaches_the_goal_busy_while_moving_then_goal_reached(ros_env, r
 def test_publish_clock_drives_the_stamps(ros_env, rclpy_context):
     from rosgraph_msgs.msg import Clock
 
-    rate = 100.0
+    rate, clock_rate = 100.0, 500.0
     a = _Arm(rclpy_context, "sim_test_clock", "MTML")
     clock = a.probe.collect(Clock, "/clock")
-    with running(_sim("MTML", "publish_clock:=true", f"publish_rate:={rate}", "initial_state:=HOMED"),
-                 ros_env) as proc:
+    with running(_sim("MTML", "publish_clock:=true", f"publish_rate:={rate}", f"clock_rate:={clock_rate}",
+                      "initial_state:=HOMED"), ros_env) as proc:
         a.wait_ready(proc, commands=False)
         a.probe.spin_for(1.0)
         assert proc.poll() is None, output_of(proc)
     a.close()
     ticks = np.array([m.clock.sec + 1e-9 * m.clock.nanosec for _, m in clock])
-    assert len(ticks) > 50, f"{len(ticks)} /clock messages"
+    assert len(ticks) > 250, f"{len(ticks)} /clock messages"
     assert np.all(np.diff(ticks) > 0), "/clock does not advance"
-    assert np.allclose(np.diff(ticks), 1.0 / rate, atol=1e-6)  # one tick per published state
+    assert np.allclose(np.diff(ticks), 1.0 / clock_rate, atol=1e-6)  # the clock_rate granularity
     assert ticks[0] >= 1.0 and ticks[-1] - ticks[0] > 0.5  # starts at the simulator's epoch, about real time
     stamps = np.array([_stamp(m) for _, m in a.measured])
     assert np.all(np.diff(stamps) > 0)
+    assert np.allclose(np.diff(stamps), 1.0 / rate, atol=1e-6)  # the state every publish period
     assert ticks[0] < 1e6 and stamps[-1] < 1e6, "stamps from the wall clock, not from /clock"
     in_clock = np.isin(np.round(stamps * 1e9), np.round(ticks * 1e9))
     assert in_clock[:-5].all(), "measured_js stamps that /clock never announced"

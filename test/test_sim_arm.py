@@ -335,3 +335,51 @@ def test_measured_effort_is_current_quantised_the_setpoint_effort_is_the_pids(ps
     exact.advance(0.5)
     counts = psm_config.model.motor_torque_from_dvrk(exact.sample().effort) / resolution
     assert np.max(np.abs(counts - np.round(counts))) > 1e-3  # noise off: no quantisation either
+
+
+# -- a stamped stream: obeyed at the stamps' instants, the PSM's arm and jaw streams merged ------------------------
+
+def test_stamped_setpoints_are_obeyed_at_their_stamps(psm_config):
+    arm = SimulatedArm(psm_config, noise=False)
+    start = arm.q_ref.copy()
+    goal = start + np.where(np.arange(7) == 2, 0.001, 0.01)
+    jaw = start.copy()
+    jaw[6] += 0.02
+    arm.servo_jp(jaw, at=arm.time + 0.01, joints=[6])  # the jaw's command arrives first ...
+    arm.servo_jp(goal, at=arm.time + 0.01, joints=np.arange(6))  # ... then the arm's, for the same instant
+    assert arm.pending_servo == 2 and np.allclose(arm.q_ref, start)  # nothing obeyed before its stamp
+    reference, _ = arm.servo_reference()
+    assert np.allclose(reference[:6], goal[:6]) and reference[6] == pytest.approx(jaw[6])
+    arm.advance(0.005)
+    assert np.allclose(arm.q_ref, start)
+    arm.advance(0.006)
+    assert arm.pending_servo == 0
+    assert np.allclose(arm.q_ref[:6], goal[:6]) and arm.q_ref[6] == pytest.approx(jaw[6])
+    arm.servo_jp(goal, at=arm.time - 1.0)  # a stamp in the past: obeyed at once
+    assert arm.pending_servo == 0
+    arm.servo_jp(goal, at=arm.time + 5.0)  # further ahead than any stream: another clock, obeyed at once
+    assert arm.pending_servo == 0
+    dropped = arm.q + np.where(np.arange(7) == 0, 0.05, 0.0)
+    arm.servo_jp(dropped, at=arm.time + 0.1)
+    arm.hold()  # a hold (or move_jp, servo_jf, a state change) drops what is pending
+    held = arm.q_ref.copy()
+    assert arm.pending_servo == 0
+    arm.advance(0.2)
+    assert np.allclose(arm.q_ref, held) and abs(arm.q_ref[0] - dropped[0]) > 0.04
+
+
+def test_a_stream_that_stops_is_held_after_about_one_interval(psm_config):
+    arm = SimulatedArm(psm_config, noise=False)
+    q0 = arm.q_ref.copy()
+    speed = np.where(np.arange(7) == 0, 0.5, 0.0)  # yaw at 0.5 rad/s, streamed every 2 ms
+    for k in range(10):
+        arm.servo_jp(q0 + speed * 0.002 * k, speed, at=arm.time + 0.002 if k else None)
+        arm.advance(0.002)
+    last = q0 + speed * 0.018
+    arm.advance(0.0015)
+    reference, velocity = arm._reference()
+    assert 0.0 < reference[0] - last[0] <= 0.5 * 0.002 and velocity[0] == 0.5  # carried forward in between
+    arm.advance(0.05)  # the stream stopped: held 1.5 intervals (3 ms) past the last setpoint, velocity 0
+    reference, velocity = arm._reference()
+    assert reference[0] == pytest.approx(last[0] + 0.5 * 0.003, abs=2e-4)
+    assert velocity[0] == 0.0

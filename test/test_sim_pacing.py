@@ -55,3 +55,58 @@ def test_as_fast_as_possible_never_waits():
 def test_bad_settings_are_refused(rtf, lag):
     with pytest.raises(DvrkIdentError):
         RealTimePacer(rtf, lag)
+
+
+# -- the wall-clock path (no /clock): late periods caught up, stalls counted, long stops dropped ---------------
+
+def test_wall_clock_periods_on_absolute_deadlines():
+    from dvrk_ident_ros.sim.pacing import WallClockSchedule
+
+    clock = FakeClock()
+    schedule = WallClockSchedule(0.01, max_lag=0.5, stall=0.05, clock=clock)
+    assert schedule.wait() == pytest.approx(0.01)
+    for k in range(1, 101):  # each wake-up 0.3 ms late: the deadlines stay on the grid, nothing drifts
+        clock.now = 100.0 + 0.01 * k + 0.0003
+        assert schedule.wait() <= 0.0
+        assert schedule.due() == pytest.approx(0.01)
+    assert schedule.elapsed == pytest.approx(1.0)
+    assert schedule.wait() == pytest.approx(0.01 - 0.0003)
+    assert (schedule.late_periods, schedule.stalls, schedule.drops) == (0, 0, 0)
+
+
+def test_wall_clock_lag_is_caught_up_in_one_integration_and_a_stall_is_counted():
+    from dvrk_ident_ros.sim.pacing import WallClockSchedule
+
+    clock = FakeClock()
+    schedule = WallClockSchedule(0.01, max_lag=0.5, stall=0.05, clock=clock)
+    clock.now += 0.035  # the 10 ms period is 25 ms late: two whole periods more, published once
+    assert schedule.due() == pytest.approx(0.03)
+    assert (schedule.late_periods, schedule.stalls) == (2, 0)
+    clock.now += 0.12  # not scheduled for 0.12 s: a stall, caught up all the same
+    assert schedule.due() == pytest.approx(0.12)  # the next period and the 11 whole ones it is late by
+    assert schedule.stalls == 1 and schedule.stalled == pytest.approx(0.115)
+    assert schedule.elapsed == pytest.approx(0.15)  # the wall time (0.155 s) to within a period: nothing lost
+    assert schedule.drops == 0 and schedule.worst_lag == pytest.approx(0.115)
+    assert "1 stalls over 50 ms" in schedule.summary() and "0 over 0.5 s dropped" in schedule.summary()
+
+
+def test_wall_clock_long_stop_is_dropped_and_the_stamps_stay_on_the_wall_clock():
+    from dvrk_ident_ros.sim.pacing import WallClockSchedule
+
+    clock = FakeClock()
+    schedule = WallClockSchedule(0.01, max_lag=0.5, stall=0.05, clock=clock)
+    clock.now += 2.01  # stopped for 2 s
+    assert schedule.due() == pytest.approx(0.01)  # one period simulated, the rest dropped
+    assert (schedule.drops, schedule.stalls) == (1, 1) and schedule.dropped == pytest.approx(2.0)
+    # the origin moved on: the state just published stands for now, the next period is due in 10 ms
+    assert schedule.origin + schedule.elapsed == pytest.approx(clock.now)
+    assert schedule.wait() == pytest.approx(0.01)
+    assert "2.000 s not simulated" in schedule.summary()
+
+
+def test_wall_clock_schedule_refuses_bad_settings():
+    from dvrk_ident_ros.sim.pacing import WallClockSchedule
+
+    for period, lag in ((0.0, 0.5), (float("inf"), 0.5), (0.01, -1.0)):
+        with pytest.raises(DvrkIdentError):
+            WallClockSchedule(period, lag)

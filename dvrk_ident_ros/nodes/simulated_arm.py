@@ -21,10 +21,30 @@ compensation back on, as dVRK teleoperation does); the test hook
 command is checked by the core (length, NaN, limits, servo_jp jumps); a
 rejected one is logged and the arm keeps its previous command.
 
-With ``publish_clock`` the node owns time: it steps the physics and publishes
-``/clock`` as fast as ``real_time_factor`` allows (0: as fast as possible), so
-the other nodes run with ``use_sim_time``. The operating state runs on the
-simulated time either way.
+Time. The physics and the publishing run in a loop of their own (the main
+thread, on absolute deadlines: ``sim/pacing.py``); the commands are served by
+the executor in a second thread. A stamped ``servo_jp`` (``jaw/servo_jp``) is
+obeyed at the simulated instant of its stamp (at once if that has passed), so
+the arm follows a stream as it was sent, whatever the delivery and scheduling
+jitter, as a real arm's real-time loop does.
+
+- Wall clock (the default, like a real arm): a state period every
+  1/``publish_rate`` s, stamped with the wall time it stands for. A period
+  the loop was late for is caught up in the next integration (counted: a real
+  arm's time does not stop); a lag over ``max(2 periods, 50 ms)`` is a stall
+  (the process was not scheduled): caught up too, counted, and a throttled
+  warning says so; a lag over 0.5 s (the process was stopped) is not
+  simulated (the arm stands still through it), counted and warned about.
+- ``publish_clock``: the node owns time: it steps the physics and publishes
+  ``/clock`` every 1/``clock_rate`` s of simulated time (default 500 Hz: the
+  granularity of every use_sim_time node's timers, so a player streaming at
+  ``stream_rate`` needs ``clock_rate`` >= ``stream_rate``; every /clock message
+  costs each of those nodes a wake-up), as fast as ``real_time_factor`` allows (0: as fast
+  as possible; a lag over two state periods slips rather than being replayed);
+  the other nodes run with ``use_sim_time``.
+
+The final log line gives the figures (stalls, dropped time, late periods or
+slips). The operating state runs on the simulated time either way.
 """
 from __future__ import annotations
 
@@ -42,7 +62,7 @@ from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool, Empty
 
-from dvrk_ident_ros.arm_state import OperatingStatus
+from dvrk_ident_ros.arm_state import OperatingStatus, stamp_is_valid
 from dvrk_ident_ros.errors import DvrkIdentError
 from dvrk_ident_ros.nodes.common import (
     EVENT_QOS,
@@ -59,11 +79,15 @@ from dvrk_ident_ros.nodes.common import (
 from dvrk_ident_ros.sim.arm import FAULT_TRACKING_ERROR, Sample, SimulatedArm
 from dvrk_ident_ros.sim.config import load_sim_config
 from dvrk_ident_ros.sim.operating import ArmNotReadyError
-from dvrk_ident_ros.sim.pacing import RealTimePacer
+from dvrk_ident_ros.sim.pacing import RealTimePacer, WallClockSchedule
 
 SIM_EPOCH = 1.0  # s: simulated time starts here (0 means "no time yet" to rclpy)
 INVALID_STAMP = Time(sec=0, nanosec=0)  # the bridge's mark of invalid data
 NOT_READY_EVERY = 2.0  # s: at most one "arm not ready" warning per command topic in this time
+BEHIND_EVERY = 5.0  # s: at most one "behind the wall clock" warning in this time
+WALL_STALL = 0.05  # s: a wall-clock lag longer than this (and two state periods) is a stall: warned about
+WALL_MAX_LAG = 0.5  # s: a wall-clock lag up to this is caught up, a longer one (the process was stopped) dropped
+CATCH_UP_YIELD = 0.0  # s: before catching up, the loop yields (GIL, CPU) so the command thread takes what arrived
 #: The bridge's subscribers (state_command, the teleop stand-in): reliable, volatile.
 COMMAND_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10, reliability=ReliabilityPolicy.RELIABLE)
 
@@ -81,6 +105,7 @@ class SimulatedArmNode(Node):
         physics_rate = float(declare(self, "physics_rate", 1500.0))
         self.publish_clock = bool(declare(self, "publish_clock", False))
         self.real_time_factor = float(declare(self, "real_time_factor", 1.0))
+        self.clock_rate = float(declare(self, "clock_rate", 500.0))
         true_parameters = str(declare(self, "true_parameters", ""))
         config_file = str(declare(self, "config_file", ""))
         noise = bool(declare(self, "noise", True))
@@ -95,6 +120,9 @@ class SimulatedArmNode(Node):
             raise DvrkIdentError(f"publish_rate {self.publish_rate} Hz: expected 1..1000 Hz")
         if physics_rate < self.publish_rate:
             raise DvrkIdentError(f"physics_rate {physics_rate} Hz below publish_rate {self.publish_rate} Hz")
+        if not 1.0 <= self.clock_rate <= 10000.0:
+            raise DvrkIdentError(f"clock_rate {self.clock_rate} Hz: expected 1..10000 Hz")
+        self.clock_rate = max(self.clock_rate, self.publish_rate)  # /clock at least with every state
         family = arm_family(self.arm)
         config = load_sim_config(family, config_file or None, true_parameters or None)
         if initial in ([], [0.0]):  # the default: the arm's home pose
@@ -128,7 +156,7 @@ class SimulatedArmNode(Node):
         self._published_status: OperatingStatus | None = None
         self._clock_pub = self.create_publisher(Clock, "/clock", 10) if self.publish_clock else None
 
-        self._lock = threading.Lock()  # commands (executor) vs physics (the /clock loop)
+        self._lock = threading.Lock()  # commands (the executor thread) vs physics (the loop of spin())
         self._not_ready_logged: dict[str, float] = {}
         self._not_ready_suppressed: dict[str, int] = {}
 
@@ -167,23 +195,22 @@ class SimulatedArmNode(Node):
             sub("jaw/servo_jf", JointState, self._jaw_servo_jf)
         self._jaw_effort = 0.0
         self._carry = 0.0
-        self._last_wall = time.monotonic()
         self.steps = 0
-        # a stall longer than two state periods is not integrated open-loop: in wall-clock time a tick
-        # integrates at most that much; under /clock that much lag is caught up, more slips (sim/pacing.py)
-        self._max_step = 2.0 / self.publish_rate
-        self._pacer = RealTimePacer(self.real_time_factor, self._max_step / (self.real_time_factor or 1.0))
+        # /clock: a stall longer than two state periods slips (sim/pacing.py)
+        max_step = 2.0 / self.publish_rate
+        self._pacer = RealTimePacer(self.real_time_factor, max_step / (self.real_time_factor or 1.0))
+        self._schedule = WallClockSchedule(1.0 / self.publish_rate, WALL_MAX_LAG, max(max_step, WALL_STALL))
+        self._stamp_origin = SIM_EPOCH  # stamp (s) of simulated time 0: SIM_EPOCH on /clock, wall time else
+        self._sim_time = 0.0  # simulated time of the last state published
         with self._lock:
             self._publish_events()
-        if not self.publish_clock:
-            self.create_timer(1.0 / self.publish_rate, self._tick_wall)
         self.get_logger().info(
             f"simulated {self.arm} ({family}, dVRK {dvrk_version}, true parameters {config.parameter_file.name}): "
             f"{self.sim.status.describe()}, built-in gravity compensation "
             f"{'on' if self.sim.builtin_gravity_compensation else 'off'}; state at {self.publish_rate:g} Hz, "
             f"physics at {physics_rate:g} Hz, "
-            + (f"publishing /clock (real-time factor {self.real_time_factor or 'max'})" if self.publish_clock
-               else "wall-clock time"))
+            + (f"publishing /clock at {self.clock_rate:g} Hz (real-time factor {self.real_time_factor or 'max'})"
+               if self.publish_clock else "wall-clock time"))
 
     # -- events: operating state, goal reached, "arm not ready" ---------------------------
     def _publish_events(self) -> None:
@@ -205,8 +232,15 @@ class SimulatedArmNode(Node):
             self._goal_pub.publish(Bool(data=reached))
 
     def _now(self) -> Time:
-        """The node's time: the simulated time it publishes on /clock, or the wall clock."""
-        return _time_msg(SIM_EPOCH + self.sim.time) if self.publish_clock else self.get_clock().now().to_msg()
+        """The stamp of the current simulated time (on /clock, or the wall time it stands for)."""
+        return _time_msg(self._stamp_origin + self.sim.time)
+
+    def _command_time(self, msg) -> float | None:
+        """The simulated time a command's stamp stands for (None: no valid stamp, obey it at once)."""
+        stamp = msg.header.stamp
+        if not stamp_is_valid(stamp.sec, stamp.nanosec):
+            return None
+        return stamp.sec + 1e-9 * stamp.nanosec - self._stamp_origin
 
     def _warn_not_ready(self, topic: str) -> None:
         now = time.monotonic()
@@ -231,8 +265,10 @@ class SimulatedArmNode(Node):
 
     def _servo_jp(self, msg: JointState) -> None:
         self.sim.require_ready("servo_jp")
-        velocity = self._with_jaw(msg.velocity, np.zeros(7)) if len(msg.velocity) else None
-        self.sim.servo_jp(self._with_jaw(msg.position, self.sim.q_ref), velocity)
+        q_ref, qd_ref = self.sim.servo_reference()
+        velocity = self._with_jaw(msg.velocity, qd_ref) if len(msg.velocity) else None
+        joints = None if self.arm_joints == 7 or len(msg.position) != 6 else np.arange(6)
+        self.sim.servo_jp(self._with_jaw(msg.position, q_ref), velocity, at=self._command_time(msg), joints=joints)
 
     def _move_jp(self, msg: JointState) -> None:
         self.sim.require_ready("move_jp")
@@ -256,10 +292,11 @@ class SimulatedArmNode(Node):
 
     def _jaw_servo_jp(self, msg: JointState) -> None:
         self.sim.require_ready("jaw/servo_jp")
-        q, qd = self.sim.q_ref.copy(), self.sim.qd_ref.copy()  # the arm's joints keep their setpoint
+        q_ref, qd_ref = self.sim.servo_reference()  # the arm's joints keep their setpoint
+        q, qd = q_ref.copy(), qd_ref.copy()
         q[6] = self._jaw(msg, "position")
         qd[6] = self._jaw(msg, "velocity") if len(msg.velocity) else 0.0
-        self.sim.servo_jp(q, qd)
+        self.sim.servo_jp(q, qd, at=self._command_time(msg), joints=[6])
 
     def _jaw_move_jp(self, msg: JointState) -> None:
         self.sim.require_ready("jaw/move_jp")
@@ -277,18 +314,15 @@ class SimulatedArmNode(Node):
 
     # -- time and state -------------------------------------------------------------
     def _advance(self, seconds: float) -> None:
+        """Physics steps covering ``seconds``, the lock taken per step: a command that arrives meanwhile is
+        obeyed from the next step (at its stamp if that is still ahead), not after the whole stretch."""
         self._carry += seconds * (1.0 / self.sim.dt)
-        steps = int(self._carry)
+        steps = int(self._carry + 1e-9)
         self._carry -= steps
         for _ in range(steps):
-            self.sim.step()
+            with self._lock:
+                self.sim.step()
         self.steps += steps
-
-    def _tick_wall(self) -> None:
-        now = time.monotonic()
-        self._advance(min(now - self._last_wall, self._max_step))
-        self._last_wall = now
-        self._publish(self.get_clock().now().to_msg())
 
     def _publish(self, stamp: Time) -> None:
         """One state sample on every topic (zeros and stamp 0 while the data is invalid), then the events."""
@@ -318,15 +352,11 @@ class SimulatedArmNode(Node):
         self._publish_events()
 
     def spin(self, executor) -> None:
-        """Under /clock the physics loop owns the main thread and the executor serves commands in another.
+        """The physics loop owns the main thread; the executor serves commands in another.
 
         The executor thread sleeps in the middleware's wait (GIL released) until
         a command arrives; the two share the core through ``self._lock``.
         """
-        if not self.publish_clock:
-            while rclpy.ok() and not shutdown_requested():
-                executor.spin_once(timeout_sec=0.1)
-            return
         stop = threading.Event()
 
         def serve() -> None:
@@ -336,38 +366,102 @@ class SimulatedArmNode(Node):
         sys.setswitchinterval(0.0005)  # the command thread gets the GIL within 0.5 ms, not 5 ms
         server = threading.Thread(target=serve, name="commands", daemon=True)
         server.start()
-        period = 1.0 / self.publish_rate
-        sim_time = SIM_EPOCH
-        pacer = self._pacer
-        pacer.restart()
-        reported_slips = 0
-        clock = Clock()
         try:
-            while rclpy.ok() and server.is_alive() and not shutdown_requested():
-                with self._lock:
-                    self._advance(period)
-                sim_time += period
-                stamp = _time_msg(sim_time)
-                clock.clock = stamp
-                self._clock_pub.publish(clock)
-                with self._lock:
-                    self._publish(stamp)
-                wait = pacer.delay(sim_time - SIM_EPOCH)
-                if wait > 0.0:
-                    time.sleep(wait)
-                elif pacer.slips > reported_slips:
-                    reported_slips = pacer.slips
-                    self.get_logger().warning(
-                        f"behind real time: {pacer.slips} slips, {pacer.slipped:.3f} s of wall "
-                        "time not replayed (simulated time slips rather than running ahead of its commands)",
-                        throttle_duration_sec=5.0)
+            if self.publish_clock:
+                self._run_clock(server)
+            else:
+                self._run_wall(server)
         finally:
             stop.set()
             server.join(timeout=1.0)
 
+    def _running(self, server: threading.Thread) -> bool:
+        return rclpy.ok() and server.is_alive() and not shutdown_requested()
+
+    def _run_wall(self, server: threading.Thread) -> None:
+        """State periods on the wall clock, stamped with the wall time they stand for (sim/pacing.py)."""
+        schedule = self._schedule
+        ros_minus_monotonic = self.get_clock().now().nanoseconds * 1e-9 - time.monotonic()
+        with self._lock:
+            sim_start = self.sim.time
+            schedule.restart()
+            self._stamp_origin = ros_minus_monotonic + schedule.origin - sim_start
+        reported = 0
+        while self._running(server):
+            wait = schedule.wait()
+            if wait > 0.0:
+                time.sleep(min(wait, 0.1))
+                continue
+            seconds = schedule.due()
+            if seconds > schedule.period:  # late: the commands that arrived meanwhile are taken first
+                time.sleep(CATCH_UP_YIELD)
+            with self._lock:
+                self._stamp_origin = ros_minus_monotonic + schedule.origin - sim_start
+            self._advance(seconds)
+            with self._lock:
+                self._sim_time = sim_start + schedule.elapsed
+                self._publish(_time_msg(self._stamp_origin + self._sim_time))
+            if schedule.stalls > reported:
+                reported = schedule.stalls
+                dropped = (f"; {schedule.drops} over {WALL_MAX_LAG:g} s not simulated ({schedule.dropped:.3f} s: "
+                           "the arm stood still)") if schedule.drops else ""
+                self.get_logger().warning(
+                    f"behind the wall clock (the process was not scheduled): {schedule.stalls} stalls over "
+                    f"{1e3 * schedule.stall:.0f} ms so far, {schedule.stalled:.3f} s in all, worst "
+                    f"{1e3 * schedule.worst_lag:.0f} ms, caught up with the commands received{dropped}",
+                    throttle_duration_sec=BEHIND_EVERY)
+
+    def _run_clock(self, server: threading.Thread) -> None:
+        """Simulated time in steps of 1/clock_rate, /clock after each, the state every publish period."""
+        clock_ns = round(1e9 / self.clock_rate)
+        state_ns = round(1e9 / self.publish_rate)
+        elapsed_ns, next_state_ns = 0, state_ns
+        epoch_ns = round(SIM_EPOCH * 1e9)
+        pacer = self._pacer
+        pacer.restart()
+        reported_slips = 0
+        clock = Clock()
+        while self._running(server):
+            self._advance(clock_ns * 1e-9)
+            elapsed_ns += clock_ns
+            stamp = _time_msg((epoch_ns + elapsed_ns) * 1e-9)
+            clock.clock = stamp
+            self._clock_pub.publish(clock)
+            if elapsed_ns >= next_state_ns:
+                next_state_ns += state_ns
+                with self._lock:
+                    self._sim_time = elapsed_ns * 1e-9
+                    self._publish(stamp)
+            wait = pacer.delay(elapsed_ns * 1e-9)
+            if wait > 0.0:
+                time.sleep(wait)
+            elif pacer.slips > reported_slips:
+                reported_slips = pacer.slips
+                self.get_logger().warning(
+                    f"behind real time: {pacer.slips} slips, {pacer.slipped:.3f} s of wall "
+                    "time not replayed (simulated time slips rather than running ahead of its commands)",
+                    throttle_duration_sec=BEHIND_EVERY)
+
+    def close(self) -> None:
+        """The final log line: how the simulated time kept up."""
+        if self.publish_clock:
+            self.get_logger().info(
+                f"{self.arm}: {self._sim_time:.1f} s simulated, /clock at {self.clock_rate:g} Hz; "
+                f"{self._pacer.slips} slips, {self._pacer.slipped:.3f} s of wall time not replayed")
+        else:
+            self.get_logger().info(f"{self.arm}: {self._schedule.summary()}{self._servo_summary()}")
+
+    def _servo_summary(self) -> str:
+        """How late after their stamps the streamed setpoints were obeyed (the delivery and scheduling delay)."""
+        late = np.asarray(self.sim.servo_lateness)
+        if late.size == 0:
+            return ""
+        return (f"; {late.size} servo_jp obeyed {1e3 * np.median(late):.1f} ms after their stamps (median; p99 "
+                f"{1e3 * np.percentile(late, 99):.1f} ms, max {1e3 * late.max():.1f} ms), {self.sim.stale_servo} stale")
+
 
 def main(args: list[str] | None = None) -> int:
-    return run(SimulatedArmNode, args)
+    return run(SimulatedArmNode, args, executor="events")  # fastest dispatch where rclpy has it
 
 
 if __name__ == "__main__":

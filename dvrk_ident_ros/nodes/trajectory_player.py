@@ -1,19 +1,38 @@
 """Node ``trajectory_player``: plays an excitation trajectory or a pose grid on one arm.
 
 A Fourier trajectory is streamed on ``/<ARM>/servo_jp`` at ``stream_rate``
-(timed by the node clock, so it follows /clock with use_sim_time) after a
-quintic ramp from the current pose; a pose grid goes through ``move_jp``
-with settle time and sampling windows. The plan is checked against the limits
-at 1 kHz before any motion and every command again before it is sent. The
-player aborts on tracking error, stale state or cancel, publishes
-``/dvrk_ident/player_status`` (for the recorder) and serves the
-``/<ARM>/play_trajectory`` action (dvrk_ident/action/PlayTrajectory). With
-``autostart`` it plays ``trajectory_file`` and exits (status 0 on success, 1
-after an abort, 2 when it refused before any motion), which ends
-``collect.launch.py``; with ``wait_for_recorder`` (the default) it first waits
-for the recorder to report ``measured_js`` messages written, so no pose or
-period is played before the bag records it, and refuses to play after
-``recorder_timeout`` seconds without one.
+after a quintic ramp from the current pose; a pose grid goes through
+``move_jp`` with settle time and sampling windows. The plan is checked against
+the limits at 1 kHz before any motion and every command again before it is
+sent. The player aborts on tracking error, stale state or cancel, publishes
+its PlayerStatus on ``/dvrk_ident/<ARM>/player_status`` (for the recorder of
+that arm) and serves the ``/<ARM>/play_trajectory`` action
+(dvrk_ident/action/PlayTrajectory). Trajectory files (the ``trajectory_file``
+parameter, an action goal's path) are found as every path a user names is
+(:func:`dvrk_ident_ros.files.resolve_package_file`: absolute, relative to the
+working directory, or in the package's share).
+
+Exit status with ``autostart`` (it plays ``trajectory_file`` and exits, which
+ends ``collect.launch.py``): 0 played to the end; 1 aborted after motion began
+(tracking error, stale state, the arm no longer ready, shutdown); 2 refused
+before any motion (missing or bad file, limits, the arm not ready within
+``ready_timeout``, no recorder within ``recorder_timeout``, bad parameters).
+With ``wait_for_recorder`` (the default) it first waits for the recorder on
+``/dvrk_ident/<ARM>/recorder_status`` to report ``measured_js`` messages
+written, so no pose or period is played before the bag records it.
+
+Stream timing (``dvrk_ident_ros/excitation/streaming.py``). The timer runs on
+the node's clock (the wall clock, or /clock with use_sim_time: then it cannot
+tick more often than /clock advances, so the simulator's ``clock_rate`` must
+be at least ``stream_rate``) with absolute deadlines: no drift, and a late
+tick is not followed by a burst. Each setpoint is stamped with its tick's
+time. When the process stalls for more than two periods, the trajectory is
+held (its time origin moves on): the next setpoint continues from the last one
+instead of jumping along the trajectory, and the trajectory ends that much
+later; a throttled warning says so. The tracking check compares a measured
+state with the setpoint the arm had been sent at the state's stamp. The final
+log line gives the stream's interval median and p99, missed periods, stalls
+and time held.
 
 The arm (../shared/reference/dvrk-ros2-interface.md, "What the real arm
 does"): nothing is commanded until ``/<ARM>/operating_state`` says ENABLED,
@@ -38,6 +57,7 @@ import numpy as np
 import rclpy
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.node import Node
+from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.task import Future
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool
@@ -45,11 +65,13 @@ from std_msgs.msg import Bool
 from dvrk_ident.action import PlayTrajectory
 from dvrk_ident.msg import PlayerStatus, RecorderStatus
 from dvrk_ident_ros.arm_state import CrtkState, OperatingStatus, stamp_is_valid
+from dvrk_ident_ros.arms import player_status_topic, recorder_status_topic
 from dvrk_ident_ros.data.interfaces import stamp_seconds
 from dvrk_ident_ros.errors import DataError, DvrkIdentError, SafetyError
 from dvrk_ident_ros.excitation import playback
 from dvrk_ident_ros.excitation.files import GRID_FORMAT, load_grid, load_trajectory
-from dvrk_ident_ros.files import read_document
+from dvrk_ident_ros.excitation.streaming import StreamClock
+from dvrk_ident_ros.files import read_document, resolve_package_file
 from dvrk_ident_ros.model.arm_model import load_model
 from dvrk_ident_ros.nodes.common import (
     EVENT_QOS,
@@ -68,6 +90,13 @@ Result = PlayTrajectory.Result
 TRACKING_CHECK_EVERY = 4  # ticks: the tracking error is checked at a quarter of the stream rate
 QUIET_START = 2.0  # s: "nothing heard from the arm yet" is not worth a log line before discovery had this long
 HOME_RESEND = 5.0  # s: home_arm repeats a state command the arm did not act on after this long
+IDLE_RATE = 50.0  # Hz: the timer's rate while nothing moves (waiting for a goal, the arm, the recorder)
+STALL_PERIODS = 2.0  # a gap between ticks longer than this many periods is a stall: the trajectory is held
+STALL_WARN_EVERY = 5.0  # s: at most one stall warning in this time
+RATE_CHECK_TICKS = 100  # ticks after which a stream far slower than stream_rate is reported (once)
+OTHER_CLOCK = 1.0  # s: a state stamp this far from the node's clock is on another clock: its arrival time is used
+#: The arm's state: only the newest sample matters to the player (a slow player skips, never queues, samples).
+LATEST_STATE_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1, reliability=ReliabilityPolicy.RELIABLE)
 
 
 @dataclass
@@ -90,6 +119,9 @@ class Session:
     reason_since: float = 0.0
     commands_sent: int = 0
     last_setpoint: np.ndarray | None = None
+    clock: StreamClock | None = None  # the Fourier stream's timing
+    max_error: np.ndarray = field(default_factory=lambda: np.zeros(7))  # per joint, over the tracking checks
+    rate_checked: bool = False
     ticks: int = 0
     last_phase: int = -1
     skipped: list[str] = field(default_factory=list)
@@ -153,21 +185,27 @@ class TrajectoryPlayerNode(Node):
         if self.family == "psm":
             self._pub_jaw_servo = self.create_publisher(JointState, f"/{self.arm}/jaw/servo_jp", STATE_QOS)
             self._pub_jaw_move = self.create_publisher(JointState, f"/{self.arm}/jaw/move_jp", 10)
-            self.create_subscription(JointState, f"/{self.arm}/jaw/measured_js", self._on_jaw, STATE_QOS)
-        self._status = self.create_publisher(PlayerStatus, "/dvrk_ident/player_status", 10)
+            self.create_subscription(JointState, f"/{self.arm}/jaw/measured_js", self._on_jaw, LATEST_STATE_QOS)
+        self.status_topic = player_status_topic(self.arm)
+        self.recorder_topic = recorder_status_topic(self.arm)
+        self._status = self.create_publisher(PlayerStatus, self.status_topic, 10)
         self._recorder_ready = not (self.autostart and self.wait_for_recorder)
         if not self._recorder_ready:
-            self.create_subscription(RecorderStatus, "/dvrk_ident/recorder_status", self._on_recorder, 10)
-        self.create_subscription(JointState, f"/{self.arm}/measured_js", self._on_state, STATE_QOS)
+            self.create_subscription(RecorderStatus, self.recorder_topic, self._on_recorder, 10)
+        self.create_subscription(JointState, f"/{self.arm}/measured_js", self._on_state, LATEST_STATE_QOS)
         self._action = ActionServer(self, PlayTrajectory, f"/{self.arm}/play_trajectory", self._execute,
                                     goal_callback=self._goal, cancel_callback=lambda _: CancelResponse.ACCEPT)
-        self.create_timer(1.0 / self.stream_rate, self._tick)
+        self._timer = self.create_timer(1.0 / min(IDLE_RATE, self.stream_rate), self._tick)
+        self._streaming = False
         self._idle_ticks = 0
         self._rejections = 0
         limits = ", ".join(f"{n} {v:g}" for n, v in zip(self.names, self.tracking_limits, strict=True))
         self.get_logger().info(f"{self.arm}: player ready (action /{self.arm}/play_trajectory"
                                + (f", autostart {self.trajectory_file}" if self.autostart else "")
-                               + (", home_arm" if self.home_arm else "") + f"; tracking limits {limits})")
+                               + (", home_arm" if self.home_arm else "")
+                               + f"; stream {self.stream_rate:g} Hz on the "
+                               + ("/clock" if self.get_parameter("use_sim_time").value else "wall clock")
+                               + f"; status on {self.status_topic}; tracking limits {limits})")
 
     def now(self) -> float:
         return self.get_clock().now().nanoseconds * 1e-9
@@ -257,12 +295,8 @@ class TrajectoryPlayerNode(Node):
                "not homed or in FAULT): power on and home it from the console"
 
     # -- sessions ----------------------------------------------------------------------
-    def _plan(self, path: str, speed_scale: float):
-        if not path:
-            raise DataError("no trajectory file given")
-        if not Path(path).is_file():
-            raise DataError(f"{path}: no such file")
-        raw = read_document(Path(path))
+    def _plan(self, path: Path, speed_scale: float):
+        raw = read_document(path)
         if isinstance(raw, dict) and raw.get("format") == GRID_FORMAT:
             if self.family != "mtm":
                 raise DataError(f"{path}: pose grids are for the MTMs, not the {self.arm}")
@@ -279,10 +313,13 @@ class TrajectoryPlayerNode(Node):
                                         speed_scale=speed_scale, ramp_speed=self.ramp_speed), "fourier"
 
     def start_session(self, path: str, speed_scale: float, goal_handle=None) -> Session:
-        """Load and check the plan (errors at once); it plays once the arm is ready (:meth:`_wait`)."""
+        """Find the file (:func:`resolve_package_file`), load and check the plan (DataError at once, naming
+        the file once); it plays once the arm is ready (:meth:`_wait`)."""
         if self.session is not None:
             raise DataError(f"busy: already playing {self.session.trajectory_file}")
-        plan, kind = self._plan(path, speed_scale or self.speed_scale)
+        resolved = resolve_package_file(path, "trajectory file")
+        plan, kind = self._plan(resolved, speed_scale or self.speed_scale)
+        path = str(resolved)
         skipped = list(getattr(plan, "skipped", []))
         if skipped:
             self.get_logger().warning(f"{len(skipped)} poses outside the {self.arm}'s limits left out "
@@ -322,7 +359,7 @@ class TrajectoryPlayerNode(Node):
         if not self._recorder_ready:
             if s.waiting_for != "recorder":
                 s.waiting_for = "recorder"
-                self.get_logger().info("waiting for the recorder (/dvrk_ident/recorder_status) before playing")
+                self.get_logger().info(f"waiting for the recorder ({self.recorder_topic}) before playing")
             if steady - s.ready_since > self.recorder_timeout:
                 self._finish(Result.OUTCOME_FAILED,
                              f"no recorder writing /{self.arm}/measured_js after {self.recorder_timeout:.0f} s: "
@@ -334,6 +371,9 @@ class TrajectoryPlayerNode(Node):
         except SafetyError as exc:
             return self._finish(Result.OUTCOME_REJECTED_LIMITS, f"refused: {exc}")
         s.start, s.started = now, True
+        self._stream(True)
+        if s.kind == "fourier":
+            s.clock = StreamClock(1.0 / self.stream_rate, STALL_PERIODS)
         self._move = playback.MoveWatch()  # nothing of an earlier session's move counts
         if self.arm_state.status is not None:
             self._move.on_busy(self.arm_state.status.is_busy)
@@ -362,11 +402,20 @@ class TrajectoryPlayerNode(Node):
             self._home_sent = (command, status, steady)
             self.get_logger().info(f"home_arm: {command} ({self.arm} {status.describe()})")
 
+    def _stream(self, on: bool) -> None:
+        """The timer at stream_rate while the arm is commanded, at IDLE_RATE otherwise (a node that waits
+        for goals costs little, on /clock too)."""
+        if on != self._streaming:
+            self._streaming = on
+            self._timer.timer_period_ns = round(1e9 / (self.stream_rate if on else min(IDLE_RATE, self.stream_rate)))
+            self._timer.reset()
+
     def _finish(self, outcome: int, message: str) -> None:
         s = self.session
         if s is None:
             return
         self.session = None
+        self._stream(False)
         duration = self.now() - s.start if s.started else 0.0
         result = Result(outcome=outcome, message=message, duration=duration,
                         max_tracking_error=s.monitor.max_error, commands_sent=s.commands_sent)
@@ -381,7 +430,9 @@ class TrajectoryPlayerNode(Node):
                 self.get_logger().error(line)
         else:
             line = (f"{s.trajectory_file}: {message} ({duration:.1f} s, {s.commands_sent} commands, "
-                    f"max tracking error {s.monitor.max_error:.4f})")
+                    f"max tracking error {s.monitor.max_error:.4f}; per joint "
+                    + " ".join(f"{e:.4f}" for e in s.max_error)
+                    + (f"; {s.clock.stats().describe()}" if s.clock is not None else "") + ")")
             if outcome == Result.OUTCOME_SUCCEEDED:
                 self.get_logger().info(line)
             else:
@@ -398,8 +449,9 @@ class TrajectoryPlayerNode(Node):
             self.exit_code = 0 if outcome == Result.OUTCOME_SUCCEEDED else 1 if s.started else 2
 
     # -- the stream --------------------------------------------------------------------
-    def _send_position(self, q: np.ndarray, velocity: np.ndarray | None, move: bool) -> None:
-        stamp = self.get_clock().now().to_msg()
+    def _send_position(self, q: np.ndarray, velocity: np.ndarray | None, move: bool, stamp=None) -> None:
+        """servo_jp (move_jp) and the jaw's; ``stamp``: the instant the setpoint is for (default now)."""
+        stamp = stamp if stamp is not None else self.get_clock().now().to_msg()
         n = self.arm_joints
         pub = self._pub_move if move else self._pub_servo
         pub.publish(fill_joint_state(JointState(), stamp, self.names[:n], q[:n],
@@ -417,14 +469,15 @@ class TrajectoryPlayerNode(Node):
                 try:
                     self.start_session(self.trajectory_file, self.speed_scale)
                 except DvrkIdentError as exc:
-                    self.get_logger().error(f"cannot play {self.trajectory_file}: {exc}")
+                    self.get_logger().error(_cannot_play(self.trajectory_file, exc))
                     self.exit_code = 2
             return
         if s.goal_handle is not None and s.goal_handle.is_cancel_requested:
             return self._finish(Result.OUTCOME_CANCELED, "canceled")
         if not s.started:
             return self._wait(s)
-        now = self.now()
+        clock_now = self.get_clock().now()
+        now = clock_now.nanoseconds * 1e-9
         s.ticks += 1
         try:
             if not self._may_run(self.arm_state.status):  # the state callback aborts first; a safety net
@@ -434,12 +487,19 @@ class TrajectoryPlayerNode(Node):
                                     f"/{self.arm}/measured_js stale for {now - self._state_time:.3f} s "
                                     f"(now {now:.3f}, last state {self._state_time:.3f})")
             if s.kind == "fourier":
-                sp = s.plan.step(now)
+                sp = s.plan.step(s.clock.tick(now))
+                self._check_stream(s)
                 if s.ticks % TRACKING_CHECK_EVERY == 0:
-                    # the setpoint of the instant the state was measured, not of now
-                    measured_at = min(self._state_stamp, now) if self._state_stamp >= s.start else now
-                    s.monitor.check(s.plan.step(measured_at).position, self.q)
-                self._send_position(sp.position, sp.velocity, move=False)
+                    # the setpoint the arm had been sent at the instant the state was measured
+                    measured_at = self._state_stamp
+                    if abs(measured_at - now) > OTHER_CLOCK:  # stamped on another clock: when it arrived
+                        measured_at = self._state_time
+                    expected = s.plan.step(s.clock.setpoint_time(min(measured_at, now))).position
+                    try:
+                        s.monitor.check(expected, self.q)
+                    finally:
+                        s.max_error = np.maximum(s.max_error, s.monitor.error)
+                self._send_position(sp.position, sp.velocity, move=False, stamp=clock_now.to_msg())
                 s.commands_sent += 1
             else:
                 if self._move.failed:
@@ -461,6 +521,24 @@ class TrajectoryPlayerNode(Node):
         if sp.phase != s.last_phase or s.ticks % max(1, round(self.stream_rate / 50)) == 0:
             s.last_phase = sp.phase
             self._publish_status(s, sp.phase, sp.progress, sp)
+
+    def _check_stream(self, s: Session) -> None:
+        """Say when the stream stalled (throttled) or runs far slower than stream_rate (once)."""
+        clock = s.clock
+        if clock.stalled:
+            self.get_logger().warning(
+                f"stream stalled {1e3 * clock.last_gap:.0f} ms (the player was not scheduled): trajectory held, the "
+                f"next setpoint continues from the last one ({clock.stalls} stalls, {clock.held:.3f} s held so far)",
+                throttle_duration_sec=STALL_WARN_EVERY)
+        if not s.rate_checked and clock.ticks >= RATE_CHECK_TICKS:
+            s.rate_checked = True
+            if clock.missed >= clock.ticks:
+                stats = clock.stats()
+                hint = (": under /clock the player ticks at most as often as /clock advances (the simulator's "
+                        "clock_rate must be at least stream_rate)") if self.get_parameter("use_sim_time").value \
+                    else ""
+                self.get_logger().warning(f"the stream runs at about {1.0 / max(stats.median, 1e-9):.0f} Hz, not "
+                                          f"{self.stream_rate:g} Hz{hint}")
 
     def _publish_status(self, s: Session, phase: int, progress: float, sp=None) -> None:
         status = PlayerStatus(arm=self.arm, trajectory_file=s.trajectory_file, phase=phase, progress=float(progress))
@@ -490,6 +568,7 @@ class TrajectoryPlayerNode(Node):
         try:
             session = self.start_session(request.trajectory_file, request.speed_scale, goal_handle)
         except DvrkIdentError as exc:
+            self.get_logger().error(_cannot_play(request.trajectory_file, exc))
             goal_handle.abort()
             return Result(outcome=Result.OUTCOME_FAILED, message=str(exc))
         result = await session.future
@@ -508,6 +587,13 @@ class TrajectoryPlayerNode(Node):
         time.sleep(0.05)
 
 
+def _cannot_play(path: str, exc: Exception) -> str:
+    """The log line for a file that cannot be played, naming it once (the loaders' messages name it)."""
+    message = str(exc)
+    name = Path(str(path).strip()).name
+    return f"cannot play: {message}" if name and name in message else f"cannot play {path}: {message}"
+
+
 def main(args: list[str] | None = None) -> int:
     holder: list[TrajectoryPlayerNode] = []
 
@@ -515,7 +601,7 @@ def main(args: list[str] | None = None) -> int:
         holder.append(TrajectoryPlayerNode())
         return holder[0]
 
-    status = run(factory, args)
+    status = run(factory, args, executor="events")  # fastest dispatch where rclpy has it
     return holder[0].exit_code or status if holder else status
 
 

@@ -19,7 +19,10 @@ Commands (dVRK joint space) are obeyed only when the arm is ENABLED and homed
 they are checked; a rejected command raises SafetyError and leaves the arm as
 it was:
 
-- ``servo_jp(q, qd)``: PID position setpoint, meant to be streamed;
+- ``servo_jp(q, qd, at=..., joints=...)``: PID position setpoint, meant to be
+  streamed; ``at`` (its stamp, in simulated time) delays it to the physics step
+  at that time, so a stream is followed as it was sent whatever the delivery
+  jitter; ``joints``: the joints it sets (the PSM's arm and jaw streams);
 - ``move_jp(q)``: the arm plans its own quintic move (``busy`` until done, then
   a goal-reached event), a goal beyond the limits clipped to them;
 - ``servo_jf(tau)``: effort mode, the efforts are applied as they are;
@@ -35,7 +38,8 @@ are quantised like the motor currents; the setpoint's effort is the PID's.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import bisect
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -51,9 +55,12 @@ from dvrk_ident_ros.sim.physics import ArmPhysics, ArmState
 from dvrk_ident_ros.sim.servo import PidServo
 
 POSITION, EFFORT = "position", "effort"
-MASS_MATRIX_TOLERANCE = 1e-3  # rad (m): M(q) is recomputed when q moved further (real-time speed)
+MASS_MATRIX_TOLERANCE = 3e-3  # M(q) is recomputed once it may have changed by this fraction (real-time speed)
+MASS_SENSITIVITY_POSES = 8  # poses (home and random ones inside the limits) that estimate how M varies
 STATIC_TOLERANCE = 1e-4  # rad (m): the same for the built-in compensation's torques
 SERVO_HOLD = 0.05  # s: a streamed setpoint is carried forward with its velocity at most this long
+SERVO_HOLD_PERIODS = 1.5  # ... and at most this many of the stream's intervals: then it is held (the stream stopped)
+SERVO_CLOCK = 1.0  # s: a servo_jp stamped further than this from the arm's time is on another clock: no stamp
 MAX_SERVO_JUMP = 0.25  # rad (m): a streamed setpoint this far from the current one is not a stream
 FAULT_TRACKING_ERROR = 0.5  # rad: default tracking-error fault; prismatic joints use a tenth of it in m
 PRISMATIC_SCALE = 0.1  # m per rad of fault_tracking_error for prismatic joints (0.05 m for the PSM insertion)
@@ -81,6 +88,17 @@ def tracking_limits(config: SimConfig, fault_tracking_error: float) -> np.ndarra
     return np.where(config.prismatic, PRISMATIC_SCALE, 1.0) * float(fault_tracking_error)
 
 
+@dataclass(order=True)
+class _PendingServo:
+    """A streamed setpoint due at simulated time ``at`` (ordered by it, then by arrival)."""
+
+    at: float
+    order: int
+    q: np.ndarray = field(compare=False)
+    qd: np.ndarray = field(compare=False)
+    joints: np.ndarray = field(compare=False)  # bool mask: the joints this command sets
+
+
 @dataclass(frozen=True)
 class Sample:
     """What the arm publishes at one instant (dVRK joint space); all zeros when not ``valid``."""
@@ -91,6 +109,40 @@ class Sample:
     effort: np.ndarray  # measured (noise, current quantisation)
     setpoint_position: np.ndarray
     setpoint_effort: np.ndarray  # the PID's command
+
+
+class _LimitClamp:
+    """Motor position -> the nearest one inside a checker's limits (as ``CommandChecker.clamp_position``,
+    with the pseudo-inverse computed once: it runs at every physics step); the last answer is reused
+    for the same position (the physics and the built-in compensation ask twice per step)."""
+
+    def __init__(self, model, checker: CommandChecker):
+        self._model = model
+        zero = checker.coordinates(np.zeros(model.dof))
+        self._rows = np.array([checker.coordinates(e) - zero for e in np.eye(model.dof)]).T
+        self._offset = zero
+        self._lower, self._upper = checker.lower, checker.upper
+        self._inner = (checker.lower + 1e-6, checker.upper - 1e-6)
+        self._pinv = np.linalg.pinv(self._rows)
+        self._last: tuple[np.ndarray, np.ndarray] | None = None
+
+    def __call__(self, q_motor: np.ndarray) -> np.ndarray:
+        if self._last is not None and np.array_equal(self._last[0], q_motor):
+            return self._last[1]
+        q = self._model.dvrk_from_motor(q_motor)
+        c = self._rows @ q + self._offset
+        if np.all((c >= self._lower) & (c <= self._upper)):
+            result = q_motor.copy()
+        else:
+            for _ in range(20):
+                excess = np.clip(c, *self._inner) - c
+                if not np.any(excess):
+                    break
+                q = q + self._pinv @ excess
+                c = self._rows @ q + self._offset
+            result = self._model.motor_from_dvrk(q)
+        self._last = (q_motor.copy(), result)
+        return result
 
 
 class SimulatedArm:
@@ -107,15 +159,14 @@ class SimulatedArm:
         self.tracking_limit = tracking_limits(config, fault_tracking_error)
         self.tool_engaged = bool(tool_engaged) or config.family != "psm"
         self.physics = ArmPhysics(model, config.delta, coulomb_velocity=config.coulomb_velocity)
-        self.physics.mass_tolerance = MASS_MATRIX_TOLERANCE
         self._static_at: np.ndarray | None = None
         self._static = np.zeros(self.dof)
         self.servo = PidServo(config.gains, self.dof)
         self.checker = CommandChecker(model, variant, torque_limit=config.gains.torque_limit, section="hardware")
-        fitted = CommandChecker(model, variant)  # the cable polynomial was identified inside these limits
-        self.physics.known_torque_domain = lambda q_m: q_m if fitted.first_position_violation(
-            model.dvrk_from_motor(q_m)[None]) is None else model.motor_from_dvrk(
-            fitted.clamp_position(model.dvrk_from_motor(q_m)))
+        # the cable polynomial was identified inside the excitation limits: held at their edge beyond them
+        self.physics.known_torque_domain = _LimitClamp(model, CommandChecker(model, variant))
+        self.physics.mass_tolerance = MASS_MATRIX_TOLERANCE
+        self.physics.mass_weights = self.physics.mass_sensitivity(self._sensitivity_poses(config))
         self.hysteresis = DahlHysteresis(config.hysteresis, config.hysteresis_width)
         self._compiled = load_compiled(model)
         self._noise = config.noise if noise else None
@@ -136,7 +187,23 @@ class SimulatedArm:
         self._homing_move = False  # the running move is the homing (no goal-reached event)
         self._goal_events: list[bool] = []
         self.time = 0.0
-        self._servo_time = 0.0
+        self._servo_time = np.zeros(self.dof)  # per joint: when its streamed setpoint was set (first-order hold)
+        self._servo_until = np.zeros(self.dof)  # per joint: carried forward until then, then held
+        self._pending: list[_PendingServo] = []  # stamped servo_jp not due yet, by time
+        self._latest = (self.q_ref, self.qd_ref)  # the stream's setpoint once every pending one is applied
+        self._arrivals = 0
+        self.stale_servo = 0  # servo_jp commands stamped before the setpoint in force: ignored
+        self.servo_lateness: list[float] = []  # s: how late after its stamp each servo_jp was obeyed (recent ones)
+
+    def _sensitivity_poses(self, config: SimConfig) -> np.ndarray:
+        """Motor positions where M's dependence on each joint is estimated: home and random poses inside
+        the limits (fixed seed: the same simulator every time)."""
+        rng = np.random.default_rng(12345)
+        poses = [self.checker.clamp_position(config.home)]
+        span = np.where(config.prismatic, 0.1, 1.5)
+        for _ in range(MASS_SENSITIVITY_POSES - 1):
+            poses.append(self.checker.clamp_position(config.home + rng.uniform(-span, span)))
+        return self.model.motor_from_dvrk(np.array(poses))
 
     # -- operating state -------------------------------------------------------------
     @property
@@ -197,22 +264,92 @@ class SimulatedArm:
         self._homing_move = False
 
     # -- commands ------------------------------------------------------------------
-    def servo_jp(self, position, velocity=None) -> None:
+    def servo_jp(self, position, velocity=None, *, at: float | None = None, joints=None) -> None:
+        """A streamed position setpoint (dVRK joint space, all joints; ``joints``, a bool mask or indices:
+        only these are set, the others keep the stream's setpoint, see :meth:`servo_reference`).
+
+        Checked at once (SafetyError, nothing changes); obeyed at simulated time ``at`` (the command's
+        stamp) when that is still ahead, else at once, carried forward from its stamp (a late command
+        says where the stream is now, not where it was); a command stamped before the setpoint in force
+        is stale and ignored (``stale_servo``); a stamp more than ``SERVO_CLOCK`` s from the arm's time is
+        on another clock: the command is taken as stamped now.
+        """
         self.require_ready("servo_jp")
-        q = self.checker.position(position, "servo_jp position")
-        qd = np.zeros(self.dof) if velocity is None or len(velocity) == 0 else \
-            self.checker.speed(velocity, "servo_jp velocity", scale=1.5)
-        jump = np.abs(q - (self.q_ref if self.mode == POSITION else self.q))
+        mask = np.ones(self.dof, dtype=bool)
+        if joints is not None:
+            mask = np.zeros(self.dof, dtype=bool)
+            mask[np.asarray(joints)] = True
+        base_q, base_qd = self.servo_reference()
+        in_force = base_q  # a jump is measured from the setpoint in force (carried forward)
+        if not self._pending and self.mode == POSITION and self._move is None:
+            in_force = self._reference()[0]
+        q_in = self.checker.finite(position, "servo_jp position")
+        q = np.where(mask, q_in, base_q)
+        q = self.checker.position(q, "servo_jp position")
+        if velocity is None or len(velocity) == 0:
+            qd = np.where(mask, 0.0, base_qd)
+        else:
+            qd = np.where(mask, self.checker.finite(velocity, "servo_jp velocity"), base_qd)
+            qd = self.checker.speed(qd, "servo_jp velocity", scale=1.5)
+        stamp = self.time if at is None or abs(at - self.time) > SERVO_CLOCK else float(at)
+        now = q + qd * max(0.0, self.time - stamp)  # a late command: where it says the stream is now
+        jump = np.where(mask, np.abs(now - in_force), 0.0)
         if np.max(jump) > MAX_SERVO_JUMP:
             i = int(np.argmax(jump))
             raise SafetyError(f"servo_jp position: {self.names[i]} jumps {jump[i]:.3f} from the current setpoint "
                               f"(at most {MAX_SERVO_JUMP}; use move_jp)")
+        self._arrivals += 1
+        if stamp <= self.time + 0.5 * self.dt:
+            self._apply_servo(q, qd, mask, stamp)
+        else:
+            bisect.insort(self._pending, _PendingServo(stamp, self._arrivals, q, qd, mask))
+        self._latest = (q, qd)
+
+    def servo_reference(self) -> tuple[np.ndarray, np.ndarray]:
+        """The streamed setpoint (position, velocity) once every pending servo_jp is applied: what a
+        command for some joints completes, and what a new command's jump is measured from."""
+        if self._pending:
+            return self._latest
+        if self.mode == POSITION:
+            return self.q_ref, self.qd_ref
+        return self.q, np.zeros(self.dof)
+
+    @property
+    def pending_servo(self) -> int:
+        """Stamped servo_jp commands received but not due yet."""
+        return len(self._pending)
+
+    def _apply_servo(self, q: np.ndarray, qd: np.ndarray, mask: np.ndarray, stamp: float) -> None:
+        """The setpoint for ``mask``'s joints from now on, as of simulated time ``stamp`` (<= now)."""
         if self.mode != POSITION:
             self.servo.reset()
+            self.q_ref, self.qd_ref = self.q.copy(), np.zeros(self.dof)
+            self._servo_time[:] = min(stamp, self.time)
+        fresh = mask & (stamp >= self._servo_time - 1e-9)
+        if not np.any(fresh):
+            self.stale_servo += 1
+            return
         self._cancel_move()
         self.mode = POSITION
-        self.q_ref, self.qd_ref = q, qd
-        self._servo_time = self.time
+        self.servo_lateness.append(self.time - stamp)
+        if len(self.servo_lateness) > 200_000:
+            del self.servo_lateness[:100_000]
+        self.q_ref = np.where(fresh, q, self.q_ref)
+        self.qd_ref = np.where(fresh, qd, self.qd_ref)
+        # carried forward from its stamp until about one of the stream's intervals after it arrived (now)
+        interval = stamp - self._servo_time  # since the joint's previous setpoint
+        hold = np.clip(SERVO_HOLD_PERIODS * interval, 2.0 * self.dt, SERVO_HOLD)
+        self._servo_until = np.where(fresh, self.time + hold, self._servo_until)
+        self._servo_time[fresh] = stamp
+
+    def _apply_due(self) -> None:
+        """Apply the stamped servo_jp commands due at this step, in order."""
+        while self._pending and self._pending[0].at <= self.time + 0.5 * self.dt:
+            entry = self._pending.pop(0)
+            self._apply_servo(entry.q, entry.qd, entry.joints, entry.at)
+
+    def _drop_pending(self) -> None:
+        self._pending.clear()
 
     def _move_duration(self, start: np.ndarray, goal: np.ndarray) -> float:
         """A quintic's duration at the configured peak speeds (its peak speed is 15/8 the mean)."""
@@ -228,6 +365,7 @@ class SimulatedArm:
         if self.mode != POSITION:
             self.servo.reset()
         self._cancel_move()
+        self._drop_pending()
         self.mode = POSITION
         self._move = (self.time, start.copy(), q, duration)
         return duration
@@ -236,6 +374,7 @@ class SimulatedArm:
         self.require_ready("servo_jf", effort=True)
         self.effort_command = self.checker.torque(effort, "servo_jf effort")
         self._cancel_move()
+        self._drop_pending()
         self.mode = EFFORT
 
     def hold(self) -> None:
@@ -245,10 +384,12 @@ class SimulatedArm:
 
     def _hold(self) -> None:
         self._cancel_move()
+        self._drop_pending()
         self.servo.reset()
         self.mode = POSITION
         self.q_ref, self.qd_ref = self.q.copy(), np.zeros(self.dof)
-        self._servo_time = self.time
+        self._servo_time[:] = self.time
+        self._servo_until[:] = self.time
 
     def use_gravity_compensation(self, on: bool) -> None:
         """Accepted in any state."""
@@ -274,12 +415,14 @@ class SimulatedArm:
         self._static_at = q_motor.copy()
         return self._static
 
-    def _reference(self) -> np.ndarray:
-        """The position setpoint now: the move's profile, or the streamed setpoint carried forward
-        with its velocity for up to ``SERVO_HOLD`` s (first-order hold between servo_jp samples)."""
+    def _reference(self) -> tuple[np.ndarray, np.ndarray]:
+        """The PID's setpoint now (position, velocity): the move's profile, or the streamed setpoint
+        carried forward with its velocity (first-order hold between servo_jp samples) for about one of
+        the stream's intervals (``SERVO_HOLD_PERIODS``, at most ``SERVO_HOLD`` s), then held still: a
+        stream that stopped leaves the arm at its last setpoint, with zero setpoint velocity."""
         if self._move is None:
-            ahead = min(self.time - self._servo_time, SERVO_HOLD)
-            return self.q_ref + self.qd_ref * ahead if ahead > 0 else self.q_ref
+            ahead = np.clip(self.time, self._servo_time, self._servo_until) - self._servo_time
+            return self.q_ref + self.qd_ref * ahead, np.where(self.time <= self._servo_until, self.qd_ref, 0.0)
         t0, q_from, q_to, duration = self._move
         s, ds = _quintic((self.time - t0) / duration)
         self.q_ref = q_from + s * (q_to - q_from)
@@ -289,17 +432,20 @@ class SimulatedArm:
                 self._goal_events.append(True)
             self._move, self._homing_move = None, False
             self.qd_ref = np.zeros(self.dof)
-        self._servo_time = self.time
-        return self.q_ref
+        self._servo_time[:] = self.time
+        self._servo_until[:] = self.time
+        return self.q_ref, self.qd_ref
 
     def step(self) -> None:
         """One control and physics period."""
         limit = self.config.gains.torque_limit
         compensation = self.static_torque(self.state.q) if self.builtin_gravity_compensation else None
         q_ref = None
+        if self._pending:
+            self._apply_due()
         if self.mode == POSITION:
-            q_ref = self._reference()
-            tau = self.servo.command(self.q, self.qd, q_ref, self.qd_ref, self.dt, compensation)
+            q_ref, qd_ref = self._reference()
+            tau = self.servo.command(self.q, self.qd, q_ref, qd_ref, self.dt, compensation)
         else:
             tau = self.effort_command if compensation is None else self.effort_command + compensation
             tau = np.clip(tau, -limit, limit)
@@ -362,4 +508,6 @@ class SimulatedArm:
         (``/<ARM>/gravity_compensation/setpoint_js``)."""
         if not self.builtin_gravity_compensation:
             return np.zeros(self.dof)
-        return self.static_torque(self.state.q).copy()
+        if self._static_at is None:
+            return self.static_torque(self.state.q).copy()
+        return self._static.copy()  # what the last control step applied (no second evaluation per step)

@@ -55,9 +55,14 @@ class ArmPhysics:
         # motor inertia is not in the rigid-body inertia program: I_m c c^T per element
         self._motor_inertia = self.model._motor_inertia(np.eye(self.n), self.delta)
         self.known_torque_domain = None  # optional q -> q inside the known torques' fitted range
-        self.mass_tolerance = 0.0  # rad (m): reuse M(q) while q stays this close (0: always recompute)
+        self.mass_tolerance = 0.0  # reuse M(q) while q stays this close (0: always recompute); see mass_weights
+        #: per motor coordinate, how fast M changes with it (:meth:`mass_sensitivity`); None: every coordinate
+        #: counts fully (the tolerance is then in rad, m)
+        self.mass_weights: np.ndarray | None = None
         self._M_at: np.ndarray | None = None
         self._M = np.zeros((self.n, self.n))
+        self._known_at: np.ndarray | None = None
+        self._known_value = np.zeros(self.n)
 
     def friction(self, qd: np.ndarray) -> np.ndarray:
         """Viscous + smooth Coulomb + offset (|Fo| <= Fc, only while sliding), motor space."""
@@ -70,9 +75,14 @@ class ArmPhysics:
     def known_torques(self, q: np.ndarray) -> np.ndarray:
         """The description's known (cable) torques, evaluated at ``known_torque_domain(q)``: the
         polynomials were fitted on a range and are held at its edge beyond it."""
+        if self._known_at is not None and np.array_equal(q, self._known_at):
+            return self._known_value
+        at = q.copy()
         if self.known_torque_domain is not None:
             q = self.known_torque_domain(q)
-        return self.model.known_torques(q[None])[0]
+        self._known_value = self.model.known_torques(q[None])[0]
+        self._known_at = at
+        return self._known_value
 
     def bias(self, q: np.ndarray, qd: np.ndarray) -> np.ndarray:
         """h(q, qd): every torque but the inertial one, without the motors' commands."""
@@ -85,11 +95,31 @@ class ArmPhysics:
 
     def mass_matrix(self, q: np.ndarray) -> np.ndarray:
         if self.mass_tolerance > 0:
-            if self._M_at is None or np.max(np.abs(q - self._M_at)) > self.mass_tolerance:
+            moved = np.abs(q - self._M_at) if self._M_at is not None else None
+            if moved is not None and self.mass_weights is not None:
+                change = float(self.mass_weights @ moved)
+            else:
+                change = np.inf if moved is None else float(np.max(moved))
+            if change > self.mass_tolerance:
                 self._M = self._mass_matrix(q)
                 self._M_at = q.copy()
             return self._M
         return self._mass_matrix(q)
+
+    def mass_sensitivity(self, poses: np.ndarray, step: float = 1e-4) -> np.ndarray:
+        """Per motor coordinate j, the largest |dM_ab/dq_j| / sqrt(M_aa M_bb) over ``poses`` (motor space):
+        how much of the mass matrix changes per unit of q_j (0 where M does not depend on it, as on the
+        first joint of a serial arm). ``mass_weights`` for :meth:`mass_matrix`'s reuse test."""
+        weights = np.zeros(self.n)
+        for q in np.atleast_2d(poses):
+            M = self._mass_matrix(q)
+            scale = np.sqrt(np.outer(np.diag(M), np.diag(M)))
+            for j in range(self.n):
+                dq = np.zeros(self.n)
+                dq[j] = step
+                dM = (self._mass_matrix(q + dq) - M) / step
+                weights[j] = max(weights[j], float(np.max(np.abs(dM) / scale)))
+        return weights
 
     def _mass_matrix(self, q: np.ndarray) -> np.ndarray:
         if self._c is None:
