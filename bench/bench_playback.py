@@ -10,7 +10,9 @@ per arm and rate, the simulated arm's own figures (state periods caught up late,
 error per joint over the runs against the tracking limits of config/<arm>.yaml.
 
 DVRK_IDENT_BENCH_PLAYBACK_RUNS (default 3) and DVRK_IDENT_BENCH_PLAYBACK_RATES (default "100,1000")
-shorten it. Each arm starts at its home pose: the first run's ramp to the trajectory's start is long
+shorten it; DVRK_IDENT_BENCH_PLAYBACK_LIMIT_SCALE (e.g. 3) plays with the tracking limits that many times
+those of config/<arm>.yaml, to measure the tracking without the limit cutting a run short (how the
+limits' margins were set). Each arm starts at its home pose: the first run's ramp to the trajectory's start is long
 (about 70 s on the MTM at the default 0.2 rad/s); the whole bench takes about 10 minutes.
 """
 from __future__ import annotations
@@ -46,11 +48,12 @@ def _final_line(log: str) -> str:
     return lines[-1] if lines else ""
 
 
-def _play(arm: str, trajectory: Path, logs: Path, env: dict[str, str], run: int) -> dict:
+def _play(arm: str, trajectory: Path, logs: Path, env: dict[str, str], run: int, limits: list[float] | None) -> dict:
     start = time.monotonic()
-    player = NodeProcess("trajectory_player", {"arm": arm, "trajectory_file": str(trajectory), "autostart": True,
-                                               "wait_for_recorder": False},
-                         log_dir=logs, env=env, name=f"player_{arm}_{run}")
+    parameters = {"arm": arm, "trajectory_file": str(trajectory), "autostart": True, "wait_for_recorder": False}
+    if limits is not None:
+        parameters["tracking_error_limit"] = limits
+    player = NodeProcess("trajectory_player", parameters, log_dir=logs, env=env, name=f"player_{arm}_{run}")
     try:
         code = player.wait(RUN_TIMEOUT)
     except Exception as exc:  # noqa: BLE001 - a run that hangs is reported, the bench goes on
@@ -77,12 +80,16 @@ def _arm_rate(arm: str, family: str, rate: float, runs: int, logs: Path, env: di
     description = load_description(family)
     names = list(description.dvrk_joint_names)
     limits = np.asarray(description.tracking_error, dtype=float)
+    scale = float(os.environ.get("DVRK_IDENT_BENCH_PLAYBACK_LIMIT_SCALE", "0") or 0)
+    played_limits = [float(x) for x in limits * scale] if scale > 0 else None
+    if played_limits is not None:
+        print(f"  {arm}: measuring with tracking limits x{scale:g}: {played_limits}")
     results = []
     with NodeProcess("simulated_arm", {"arm": arm, "publish_rate": rate, "initial_state": "HOMED"},
                      log_dir=logs, env=env, name=f"sim_{arm}_{int(rate)}") as sim:
         time.sleep(3.0)  # imports, discovery
         for run in range(1, runs + 1):
-            r = _play(arm, trajectory, logs, env, run)
+            r = _play(arm, trajectory, logs, env, run, played_limits)
             results.append(r)
             what = "played to the end" if r["finished"] else f"did NOT finish (exit {r['code']}: {r.get('message')})"
             print(f"  {arm} at {rate:g} Hz, run {run}: {what} in {r['seconds']:.1f} s", flush=True)
@@ -97,6 +104,8 @@ def _arm_rate(arm: str, family: str, rate: float, runs: int, logs: Path, env: di
         sim.stop()
         summary = [line for line in sim.log_path.read_text(errors="replace").splitlines()
                    if "simulated on the wall clock" in line]
+        print("    load average (1, 5, 15 min; 2 cores, the busy process counts 1): "
+              + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
         print(f"    simulated {arm}: " + (summary[-1].split(": ", 1)[-1] if summary else sim.tail(2)))
     measured = [r["errors"] for r in results if "errors" in r]
     if measured:

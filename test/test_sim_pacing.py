@@ -110,3 +110,19 @@ def test_wall_clock_schedule_refuses_bad_settings():
     for period, lag in ((0.0, 0.5), (float("inf"), 0.5), (0.01, -1.0)):
         with pytest.raises(DvrkIdentError):
             WallClockSchedule(period, lag)
+
+
+def test_wall_clock_delay_shifts_the_deadlines_not_the_stamps():
+    from dvrk_ident_ros.sim.pacing import WallClockSchedule
+
+    clock = FakeClock()
+    schedule = WallClockSchedule(0.01, max_lag=0.5, stall=0.05, delay=0.002, clock=clock)
+    assert schedule.wait() == pytest.approx(0.012)  # the period ending at 100.01 is simulated at 100.012
+    clock.now = 100.012
+    assert schedule.due() == pytest.approx(0.01) and schedule.late_periods == 0
+    assert schedule.origin + schedule.elapsed == pytest.approx(100.01)  # its stamp: the instant it stands for
+    clock.now = 103.0  # stopped: dropped, the delay kept
+    schedule.due()
+    assert schedule.drops == 1 and schedule.origin + schedule.elapsed == pytest.approx(103.0 - 0.002)
+    with pytest.raises(DvrkIdentError):
+        WallClockSchedule(0.01, 0.5, delay=-0.001)

@@ -29,7 +29,9 @@ the arm follows a stream as it was sent, whatever the delivery and scheduling
 jitter, as a real arm's real-time loop does.
 
 - Wall clock (the default, like a real arm): a state period every
-  1/``publish_rate`` s, stamped with the wall time it stands for. A period
+  1/``publish_rate`` s, stamped with the wall time it stands for (simulated
+  2 ms behind real time, so that a command is in before its stamp's instant
+  is simulated: the state is published 2 ms after its stamp). A period
   the loop was late for is caught up in the next integration (counted: a real
   arm's time does not stop); a lag over ``max(2 periods, 50 ms)`` is a stall
   (the process was not scheduled): caught up too, counted, and a throttled
@@ -87,6 +89,9 @@ NOT_READY_EVERY = 2.0  # s: at most one "arm not ready" warning per command topi
 BEHIND_EVERY = 5.0  # s: at most one "behind the wall clock" warning in this time
 WALL_STALL = 0.05  # s: a wall-clock lag longer than this (and two state periods) is a stall: warned about
 WALL_MAX_LAG = 0.5  # s: a wall-clock lag up to this is caught up, a longer one (the process was stopped) dropped
+#: s: on the wall clock the physics runs this far behind real time, so that a stamped command (delivered in about
+#: 0.5 ms) is in before its instant is simulated; a state is published this long after the instant its stamp gives
+WALL_DELAY = 0.002
 CATCH_UP_YIELD = 0.0  # s: before catching up, the loop yields (GIL, CPU) so the command thread takes what arrived
 #: The bridge's subscribers (state_command, the teleop stand-in): reliable, volatile.
 COMMAND_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10, reliability=ReliabilityPolicy.RELIABLE)
@@ -199,7 +204,8 @@ class SimulatedArmNode(Node):
         # /clock: a stall longer than two state periods slips (sim/pacing.py)
         max_step = 2.0 / self.publish_rate
         self._pacer = RealTimePacer(self.real_time_factor, max_step / (self.real_time_factor or 1.0))
-        self._schedule = WallClockSchedule(1.0 / self.publish_rate, WALL_MAX_LAG, max(max_step, WALL_STALL))
+        self._schedule = WallClockSchedule(1.0 / self.publish_rate, WALL_MAX_LAG, max(max_step, WALL_STALL),
+                                           delay=WALL_DELAY)
         self._stamp_origin = SIM_EPOCH  # stamp (s) of simulated time 0: SIM_EPOCH on /clock, wall time else
         self._sim_time = 0.0  # simulated time of the last state published
         with self._lock:

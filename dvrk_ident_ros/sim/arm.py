@@ -21,8 +21,13 @@ it was:
 
 - ``servo_jp(q, qd, at=..., joints=...)``: PID position setpoint, meant to be
   streamed; ``at`` (its stamp, in simulated time) delays it to the physics step
-  at that time, so a stream is followed as it was sent whatever the delivery
-  jitter; ``joints``: the joints it sets (the PSM's arm and jaw streams);
+  at that time (one that arrives late is carried forward from its stamp; an
+  older one than the setpoint in force is ignored), so a stream is followed as
+  it was sent whatever the delivery jitter; ``joints``: the joints it sets (the
+  PSM's arm and jaw streams). Between samples the setpoint is carried forward
+  with its velocity (first-order hold) for 1.5 of the stream's intervals after
+  it arrived (at most ``SERVO_HOLD``), then held with zero velocity, as when a
+  stream stops;
 - ``move_jp(q)``: the arm plans its own quintic move (``busy`` until done, then
   a goal-reached event), a goal beyond the limits clipped to them;
 - ``servo_jf(tau)``: effort mode, the efforts are applied as they are;
@@ -32,7 +37,9 @@ it was:
 - ``hold()``: position mode at the current pose.
 
 Physics: :class:`~dvrk_ident_ros.sim.physics.ArmPhysics` (semi-implicit Euler
-at ``physics_rate``) plus a Dahl cable hysteresis; measured positions are
+at ``physics_rate``; the mass matrix reused while its estimated relative change
+stays under ``MASS_MATRIX_TOLERANCE``, the known torques' domain clamp with a
+pseudo-inverse computed once: real-time speed) plus a Dahl cable hysteresis; measured positions are
 quantised like the encoders, measured efforts carry the recordings' noise and
 are quantised like the motor currents; the setpoint's effort is the PID's.
 """

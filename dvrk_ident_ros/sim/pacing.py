@@ -70,10 +70,11 @@ class WallClockSchedule:
     """The simulated arm's state periods on the wall clock (see the module's docstring).
 
     ``stall``: a lag longer than this is a stall (counted, for a warning) even when it is caught up;
-    ``max_lag``: a lag longer than this is dropped.
+    ``max_lag``: a lag longer than this is dropped; ``delay``: a period is simulated this long after the
+    wall time it stands for (``origin + elapsed``, its stamp), so that the commands stamped in it are in.
     """
 
-    def __init__(self, period: float, max_lag: float, stall: float | None = None,
+    def __init__(self, period: float, max_lag: float, stall: float | None = None, delay: float = 0.0,
                  clock: Callable[[], float] = time.monotonic):
         if not (math.isfinite(period) and period > 0.0):
             raise DvrkIdentError(f"period must be > 0 s, got {period}")
@@ -81,6 +82,9 @@ class WallClockSchedule:
         self.period = period
         self.max_lag = max_lag
         self.stall = min(max_lag, 2.0 * period if stall is None else stall)
+        if not (math.isfinite(delay) and delay >= 0.0):
+            raise DvrkIdentError(f"delay must be >= 0 s, got {delay}")
+        self.delay = delay
         self._clock = clock
         self.restart()
 
@@ -98,7 +102,7 @@ class WallClockSchedule:
 
     def wait(self) -> float:
         """Wall seconds until the next period is due (<= 0: it is due)."""
-        return self.origin + self.elapsed + self.period - self._clock()
+        return self.origin + self.elapsed + self.period + self.delay - self._clock()
 
     def due(self) -> float:
         """The simulated seconds to integrate now (call once :meth:`wait` is <= 0): one period, plus the
