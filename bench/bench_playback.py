@@ -124,11 +124,12 @@ def run() -> bool:
     print(f"  wall-clock simulated arms (no /clock), {runs} runs in a row per arm and rate, the player with its "
           f"defaults (stream 500 Hz), one busy process (pid {busy.pid}) loading the machine", flush=True)
     ok = True
+    logs = Path(tempfile.mkdtemp(prefix="dvrk_ident_bench_playback_"))
+    print(f"  node logs in {logs}", flush=True)
     try:
-        with tempfile.TemporaryDirectory() as tmp:
-            for rate in rates:
-                for arm, family in ARMS:
-                    ok &= _arm_rate(arm, family, rate, runs, Path(tmp) / f"{arm}_{int(rate)}", env)
+        for rate in rates:
+            for arm, family in ARMS:
+                ok &= _arm_rate(arm, family, rate, runs, logs / f"{arm}_{int(rate)}", env)
     finally:
         busy.kill()
         busy.wait()

@@ -553,11 +553,17 @@ def test_node_removes_a_bag_without_its_player_and_names_a_failed_one(ros_env, r
     executor.add_node(node)
     states = {arm: node.create_publisher(JointState, f"/{arm}/measured_js", STATE_QOS) for arm in ("MTML", "PSM1")}
     player = node.create_publisher(PlayerStatus, STATUS, 10)
-    ready: set[str] = set()
+    last: dict[str, RecorderStatus] = {}
     for arm in ("MTML", "PSM1"):
         node.create_subscription(RecorderStatus, f"/dvrk_ident/{arm}/recorder_status",
-                                 lambda msg, arm=arm: ready.add(arm), 10)
+                                 lambda msg, arm=arm: last.__setitem__(arm, msg), 10)
     mtml_bag, psm_bag = tmp_path / "mtml", tmp_path / "psm"
+
+    def written(arm: str) -> int:
+        """measured_js samples the arm's recorder reports written (its status, about once a second)."""
+        status = last.get(arm)
+        topic = f"/{arm}/measured_js"
+        return int(status.message_counts[list(status.topics).index(topic)]) if status and topic in status.topics else 0
 
     def spin_until(condition, seconds: float) -> bool:
         deadline = time.monotonic() + seconds
@@ -576,15 +582,18 @@ def test_node_removes_a_bag_without_its_player_and_names_a_failed_one(ros_env, r
 
     with running(_recorder(mtml_bag, "expect_player:=true", arm="MTML"), ros_env) as mtml, \
             running(_recorder(psm_bag, "expect_player:=true"), ros_env) as psm:
-        assert spin_until(lambda: ready == {"MTML", "PSM1"} and player.get_subscription_count() > 0
+        assert spin_until(lambda: set(last) == {"MTML", "PSM1"} and player.get_subscription_count() > 0
                           and all(p.get_subscription_count() > 0 for p in states.values()), 20.0), \
-            f"recorders not ready ({ready})"
+            f"recorders not ready ({sorted(last)})"
         publish_states(0, 50)
         player.publish(PlayerStatus(arm="PSM1", trajectory_file="traj.csv", phase=PlayerStatus.PHASE_PLAYING))
         time.sleep(0.05)
         publish_states(50, 50)
         player.publish(PlayerStatus(arm="PSM1", trajectory_file="traj.csv", phase=PlayerStatus.PHASE_ABORTED))
         publish_states(100, 20)
+        # on a loaded machine the recorders may take a while: stop them once both wrote every sample
+        assert spin_until(lambda: written("MTML") == 120 and written("PSM1") == 120, 30.0), \
+            f"samples written: MTML {written('MTML')}, PSM1 {written('PSM1')} of 120"
         time.sleep(0.3)
     node.destroy_node()
     out_mtml, out_psm = output_of(mtml), output_of(psm)

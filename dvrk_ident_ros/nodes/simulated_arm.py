@@ -54,6 +54,7 @@ import math
 import sys
 import threading
 import time
+import traceback
 
 import numpy as np
 import rclpy
@@ -86,6 +87,7 @@ from dvrk_ident_ros.sim.pacing import RealTimePacer, WallClockSchedule
 SIM_EPOCH = 1.0  # s: simulated time starts here (0 means "no time yet" to rclpy)
 INVALID_STAMP = Time(sec=0, nanosec=0)  # the bridge's mark of invalid data
 NOT_READY_EVERY = 2.0  # s: at most one "arm not ready" warning per command topic in this time
+COMMAND_FAILURES = 100  # exceptions out of the command executor before the node gives up (logged each second)
 BEHIND_EVERY = 5.0  # s: at most one "behind the wall clock" warning in this time
 WALL_STALL = 0.05  # s: a wall-clock lag longer than this (and two state periods) is a stall: warned about
 WALL_MAX_LAG = 0.5  # s: a wall-clock lag up to this is caught up, a longer one (the process was stopped) dropped
@@ -208,6 +210,7 @@ class SimulatedArmNode(Node):
                                            delay=WALL_DELAY)
         self._stamp_origin = SIM_EPOCH  # stamp (s) of simulated time 0: SIM_EPOCH on /clock, wall time else
         self._sim_time = 0.0  # simulated time of the last state published
+        self.publish_failures = 0  # state samples the middleware refused
         with self._lock:
             self._publish_events()
         self.get_logger().info(
@@ -338,7 +341,14 @@ class SimulatedArmNode(Node):
         names = self.names[:n]
 
         def joint_state(topic: str, joint_names, position, velocity, effort, at: Time = valid_stamp) -> None:
-            self._pub[topic].publish(fill_joint_state(JointState(), at, joint_names, position, velocity, effort))
+            msg = fill_joint_state(JointState(), at, joint_names, position, velocity, effort)
+            try:
+                self._pub[topic].publish(msg)
+            except Exception as exc:  # noqa: BLE001 - the middleware refused one sample: the arm runs on
+                # (seen with Fast DDS at 1 kHz on a loaded machine: "cannot publish data")
+                self.publish_failures += 1
+                self.get_logger().warning(f"/{self.arm}/{topic}: a state sample not published ({exc}); "
+                                          f"{self.publish_failures} so far", throttle_duration_sec=BEHIND_EVERY)
 
         joint_state("measured_js", names, sample.position[:n], sample.velocity[:n], sample.effort[:n])
         joint_state("setpoint_js", names, sample.setpoint_position[:n], None, sample.setpoint_effort[:n])
@@ -364,10 +374,19 @@ class SimulatedArmNode(Node):
         a command arrives; the two share the core through ``self._lock``.
         """
         stop = threading.Event()
+        failures = [0]
 
         def serve() -> None:
             while rclpy.ok() and not stop.is_set() and not shutdown_requested():
-                executor.spin_once(timeout_sec=0.05)
+                try:
+                    executor.spin_once(timeout_sec=0.05)
+                except Exception as exc:  # noqa: BLE001 - one bad callback must not stop the arm's commands
+                    failures[0] += 1
+                    self.get_logger().error(f"command thread: {type(exc).__name__}: {exc} ({failures[0]} so far)\n"
+                                            + traceback.format_exc(), throttle_duration_sec=1.0)
+                    if failures[0] >= COMMAND_FAILURES:
+                        self.get_logger().fatal(f"command thread: {failures[0]} failures: the node stops")
+                        return
 
         sys.setswitchinterval(0.0005)  # the command thread gets the GIL within 0.5 ms, not 5 ms
         server = threading.Thread(target=serve, name="commands", daemon=True)
@@ -377,6 +396,8 @@ class SimulatedArmNode(Node):
                 self._run_clock(server)
             else:
                 self._run_wall(server)
+            if not server.is_alive() and not shutdown_requested() and rclpy.ok():
+                self.get_logger().error("the command thread stopped: the simulated arm stops")
         finally:
             stop.set()
             server.join(timeout=1.0)
@@ -432,7 +453,12 @@ class SimulatedArmNode(Node):
             elapsed_ns += clock_ns
             stamp = _time_msg((epoch_ns + elapsed_ns) * 1e-9)
             clock.clock = stamp
-            self._clock_pub.publish(clock)
+            try:
+                self._clock_pub.publish(clock)
+            except Exception as exc:  # noqa: BLE001 - as for the state samples: time goes on
+                self.publish_failures += 1
+                self.get_logger().warning(f"/clock not published ({exc}); {self.publish_failures} failures so far",
+                                          throttle_duration_sec=BEHIND_EVERY)
             if elapsed_ns >= next_state_ns:
                 next_state_ns += state_ns
                 with self._lock:
@@ -460,10 +486,12 @@ class SimulatedArmNode(Node):
     def _servo_summary(self) -> str:
         """How late after their stamps the streamed setpoints were obeyed (the delivery and scheduling delay)."""
         late = np.asarray(self.sim.servo_lateness)
+        failures = f"; {self.publish_failures} state samples not published" if self.publish_failures else ""
         if late.size == 0:
-            return ""
+            return failures
         return (f"; {late.size} servo_jp obeyed {1e3 * np.median(late):.1f} ms after their stamps (median; p99 "
-                f"{1e3 * np.percentile(late, 99):.1f} ms, max {1e3 * late.max():.1f} ms), {self.sim.stale_servo} stale")
+                f"{1e3 * np.percentile(late, 99):.1f} ms, max {1e3 * late.max():.1f} ms), {self.sim.stale_servo} stale"
+                + failures)
 
 
 def main(args: list[str] | None = None) -> int:

@@ -56,6 +56,7 @@ from pathlib import Path
 import numpy as np
 import rclpy
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.task import Future
@@ -90,13 +91,15 @@ Result = PlayTrajectory.Result
 TRACKING_CHECK_EVERY = 4  # ticks: the tracking error is checked at a quarter of the stream rate
 QUIET_START = 2.0  # s: "nothing heard from the arm yet" is not worth a log line before discovery had this long
 HOME_RESEND = 5.0  # s: home_arm repeats a state command the arm did not act on after this long
+NO_CLOCK_WARNING = 5.0  # s (steady): with use_sim_time, a /clock still missing after this long is reported
 IDLE_RATE = 50.0  # Hz: the timer's rate while nothing moves (waiting for a goal, the arm, the recorder)
 STALL_PERIODS = 2.0  # a gap between ticks longer than this many periods is a stall: the trajectory is held
 STALL_WARN_EVERY = 5.0  # s: at most one stall warning in this time
 RATE_CHECK_TICKS = 100  # ticks after which a stream far slower than stream_rate is reported (once)
 OTHER_CLOCK = 1.0  # s: a state stamp this far from the node's clock is on another clock: its arrival time is used
-#: The arm's state: only the newest sample matters to the player (a slow player skips, never queues, samples).
-LATEST_STATE_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1, reliability=ReliabilityPolicy.RELIABLE)
+#: The arm's state: only the newest sample matters to the player (a slow player skips, never queues, samples); best
+#: effort: a stalled player never holds back the arm's reliable publisher (Fast DDS then refuses its samples).
+LATEST_STATE_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1, reliability=ReliabilityPolicy.BEST_EFFORT)
 
 
 @dataclass
@@ -195,8 +198,17 @@ class TrajectoryPlayerNode(Node):
         self.create_subscription(JointState, f"/{self.arm}/measured_js", self._on_state, LATEST_STATE_QOS)
         self._action = ActionServer(self, PlayTrajectory, f"/{self.arm}/play_trajectory", self._execute,
                                     goal_callback=self._goal, cancel_callback=lambda _: CancelResponse.ACCEPT)
+        if self.autostart:  # a file that cannot be played: refused at start (exit status 2), before any waiting
+            try:
+                self._plan(resolve_package_file(self.trajectory_file, "trajectory file"), self.speed_scale)
+            except DvrkIdentError as exc:
+                raise DvrkIdentError(_cannot_play(self.trajectory_file, exc)) from exc
         self._timer = self.create_timer(1.0 / min(IDLE_RATE, self.stream_rate), self._tick)
         self._streaming = False
+        self._sim_time = bool(self.get_parameter("use_sim_time").value)
+        if self._sim_time:  # on the steady clock: says so when /clock never comes (the timer above would not tick)
+            self._clock_watch = self.create_timer(NO_CLOCK_WARNING, self._check_clock,
+                                                  clock=Clock(clock_type=ClockType.STEADY_TIME))
         self._idle_ticks = 0
         self._rejections = 0
         limits = ", ".join(f"{n} {v:g}" for n, v in zip(self.names, self.tracking_limits, strict=True))
@@ -204,11 +216,19 @@ class TrajectoryPlayerNode(Node):
                                + (f", autostart {self.trajectory_file}" if self.autostart else "")
                                + (", home_arm" if self.home_arm else "")
                                + f"; stream {self.stream_rate:g} Hz on the "
-                               + ("/clock" if self.get_parameter("use_sim_time").value else "wall clock")
+                               + ("/clock" if self._sim_time else "wall clock")
                                + f"; status on {self.status_topic}; tracking limits {limits})")
 
     def now(self) -> float:
         return self.get_clock().now().nanoseconds * 1e-9
+
+    def _check_clock(self) -> None:
+        """use_sim_time without /clock: nothing happens (the node's time stands at 0); say so, once."""
+        self._clock_watch.cancel()
+        if self.get_clock().now().nanoseconds == 0:
+            self.get_logger().warning(f"use_sim_time is true and no /clock after {NO_CLOCK_WARNING:g} s: the player "
+                                      "waits for it (is the simulator publishing /clock? set use_sim_time:=false "
+                                      "for a real arm)")
 
     # -- state in ----------------------------------------------------------------------
     def _on_state(self, msg: JointState) -> None:
