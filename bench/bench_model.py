@@ -89,7 +89,7 @@ def run() -> bool:
     runs = []
     for _ in range(3):
         start = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "dvrk_ident_ros.cli", "model", "info", "--arm", "mtm", "--json"],
+        subprocess.run([sys.executable, "-m", "dvrk_ident_ros.app.cli", "model", "info", "--arm", "mtm", "--json"],
                        check=True, capture_output=True)
         runs.append(time.perf_counter() - start)
     print(f"  {'`dvrk-ident model info --arm mtm`, new process, warm cache':<58} {np.median(runs):.3f} s (median of 3)")

@@ -27,7 +27,7 @@ import numpy as np
 
 from bench.latency_probe import probe
 from bench.timing import wakeup_latency
-from dvrk_ident_ros.launcher import NodeProcess, ros_environment
+from dvrk_ident_ros.app.launcher import NodeProcess, ros_environment
 
 ARM = "MTML"
 

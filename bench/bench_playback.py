@@ -27,8 +27,9 @@ from pathlib import Path
 
 import numpy as np
 
-from dvrk_ident_ros.launcher import NodeProcess, ros_environment
-from dvrk_ident_ros.model.description import config_directory, load_description
+from dvrk_ident_ros.app.launcher import NodeProcess, ros_environment
+from dvrk_ident_ros.arms import arm_spec
+from dvrk_ident_ros.model.description import load_description
 
 ARMS = (("MTML", "mtm"), ("PSM1", "psm"))
 RUN_TIMEOUT = 400.0  # s per run: the MTM's first run (70 s ramp + 3 periods of 10 s) with a wide margin
@@ -76,7 +77,7 @@ def _play(arm: str, trajectory: Path, logs: Path, env: dict[str, str], run: int,
 
 
 def _arm_rate(arm: str, family: str, rate: float, runs: int, logs: Path, env: dict[str, str]) -> bool:
-    trajectory = config_directory() / "trajectories" / f"{family}_fourier.yaml"
+    trajectory = arm_spec(arm).trajectory
     description = load_description(family)
     names = list(description.dvrk_joint_names)
     limits = np.asarray(description.tracking_error, dtype=float)

@@ -10,7 +10,6 @@ import numpy as np
 from dvrk_ident_ros.excitation.files import load_trajectory
 from dvrk_ident_ros.identify.compare import relative_parameter_errors
 from dvrk_ident_ros.identify.pipeline import identify
-from dvrk_ident_ros.model.description import config_directory
 from dvrk_ident_ros.sim.arm import SimulatedArm
 from dvrk_ident_ros.sim.config import load_sim_config
 from dvrk_ident_ros.sim.physics import ArmPhysics
@@ -20,9 +19,10 @@ from dvrk_ident_ros.sim.servo import PidServo
 
 def run() -> bool:
     ok = True
-    for arm, variant in (("mtm", "MTML"), ("psm", None)):
-        sim = SimulatedArm(load_sim_config(arm), variant, seed=1)
-        goal = sim.q + np.where(np.arange(7) == 2, 0.02, 0.3) * (1 if arm == "psm" else 0.5)
+    for arm, scale in (("MTML", 0.5), ("PSM1", 1.0)):  # a move of 0.3 rad (joint 3: 0.02) times scale per joint
+        config = load_sim_config(arm)
+        sim = SimulatedArm(config, config.spec.variant(arm), seed=1)
+        goal = sim.q + np.where(np.arange(sim.dof) == 2, 0.02, 0.3) * scale
         runs = []
         for k in range(5):  # PID + built-in compensation + hysteresis + physics, while moving
             sim.move_jp(goal if k % 2 == 0 else sim.config.home)
@@ -33,7 +33,7 @@ def run() -> bool:
         step = statistics.median(runs)
         rtf = 1.0 / (step * 1500)
         ok &= rtf >= 1.0
-        print(f"  {arm.upper()} simulated arm at 1.5 kHz (servo, compiled model, semi-implicit Euler), moving: "
+        print(f"  {config.spec.family} simulated arm at 1.5 kHz (servo, compiled model, semi-implicit Euler), moving: "
               f"{step * 1e6:.0f} us per step, real-time factor {rtf:.1f} (median of 5; at least 1, aim 5)")
     for family in ("psm", "mtm"):
         ok &= _closed_loop(family)
@@ -46,7 +46,7 @@ def _closed_loop(family: str) -> bool:
     model = config.model
     physics = ArmPhysics(model, config.delta, coulomb_velocity=config.coulomb_velocity)
     servo = PidServo(config.gains, model.dof)
-    traj, meta = load_trajectory(config_directory() / "trajectories" / f"{family}_fourier.yaml", arm=family)
+    traj, meta = load_trajectory(config.spec.trajectory, arm=config.family)
     duration = int(meta.get("periods") or 3) * traj.period
     start = time.perf_counter()
     data = simulate_tracking(physics, servo, traj, duration, record_every=5, noise=config.noise,

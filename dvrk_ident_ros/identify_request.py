@@ -12,50 +12,56 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from dvrk_ident_ros.arms import ARM_NAMES, canonical_arm
+from dvrk_ident_ros.arms import arm_families, arm_spec, canonical_arm, known_arms, mlse_arms
 from dvrk_ident_ros.errors import DvrkIdentError
+from dvrk_ident_ros.estimators import DEFAULT_ESTIMATOR, GRAVITY, estimator
 from dvrk_ident_ros.request_paths import output_directory_within, readable_data_path
 
-METHODS = ("sdp", "wls", "ols", "mlse")
-#: Arm families a request may name instead of one arm (the built-in models are per family).
-FAMILIES = ("MTM", "PSM")
-MTM_SIDES = ("MTML", "MTMR")
+
+def request_names() -> tuple[str, ...]:
+    """What a request may name: every arm of the registry, then every family (the models are per family)."""
+    return known_arms() + tuple(spec.family for spec in arm_families())
 
 
 def request_arm(name: str) -> str:
     """The canonical name of a request's arm: MTML, MTMR, PSM1..3, or a family (MTM, PSM); any case."""
     text = str(name).strip().upper()
-    if text in FAMILIES:
+    if text in (spec.family for spec in arm_families()):
         return text
     try:
         return canonical_arm(name)
     except DvrkIdentError:
-        raise DvrkIdentError(f"unknown arm {name!r}: expected one of {', '.join(ARM_NAMES + FAMILIES)} "
+        raise DvrkIdentError(f"unknown arm {name!r}: expected one of {', '.join(request_names())} "
                              "(any case)") from None
 
 
 @dataclass(frozen=True)
 class IdentifyPlan:
     arm: str                 # MTML..PSM3, MTM or PSM; "" for mlse with the side taken from the data
-    method: str              # sdp | wls | ols | mlse
+    method: str              # an estimator's name (dvrk_ident_ros.estimators)
     data_files: list[Path]   # absolute, checked readable
     data_format: str | None  # None: detect
     output_directory: Path   # absolute, inside the node's output_directory; not created yet
 
     @property
     def family(self) -> str:
-        """'mtm' or 'psm': the built-in model the job uses."""
-        return self.arm[:3].lower() if self.arm else "mtm"
+        """'mtm' or 'psm': the model the job uses (the arm registry's; mlse without an arm: the MTM's)."""
+        return arm_spec(self.arm).model if self.arm else mlse_arms()[0].model
 
     @property
     def mtm_side(self) -> str | None:
         """MTML/MTMR for mlse, or None to take the side from the data."""
-        return self.arm if self.arm in MTM_SIDES else None
+        return self.arm if any(self.arm in spec.names for spec in mlse_arms()) else None
+
+    @property
+    def gravity(self) -> bool:
+        """The method fits a gc file (mlse, slse: the estimator registry's GRAVITY), not a dynamic model."""
+        return estimator(self.method).target == GRAVITY
 
     def result_file(self, stamp: str) -> Path:
         """Where the job writes its result (named with the canonical arm)."""
-        if self.method == "mlse":
-            return self.output_directory / f"gc-{self.arm or 'MTM'}-{stamp}.json"
+        if self.gravity:
+            return self.output_directory / f"gc-{self.arm or mlse_arms()[0].family}-{stamp}.json"
         return self.output_directory / f"{self.arm}-{self.method}-{stamp}.json"
 
     def describe(self) -> str:
@@ -67,9 +73,8 @@ def plan_request(*, arm: str, method: str, data_files: Sequence[str], data_forma
                  overrides_yaml: str = "", output_directory: str = "", output_base: str | Path,
                  data_directory: str | Path | None = None) -> IdentifyPlan:
     """Check a request (arm, method, data paths, output directory) and return what to run."""
-    method = str(method).strip().lower() or "sdp"
-    if method not in METHODS:
-        raise DvrkIdentError(f"unknown method {method!r} (known: {', '.join(METHODS)})")
+    chosen = estimator(str(method).strip() or DEFAULT_ESTIMATOR)  # the estimator registry's
+    method, gravity = chosen.name, chosen.target == GRAVITY
     if model_file:
         raise DvrkIdentError("model_file: custom arm descriptions are not supported by the service yet; "
                              "use the built-in mtm/psm")
@@ -77,17 +82,21 @@ def plan_request(*, arm: str, method: str, data_files: Sequence[str], data_forma
         raise DvrkIdentError("overrides_yaml: settings overrides are not supported by the service yet")
     if str(arm).strip():
         name = request_arm(arm)
-    elif method == "mlse":
+    elif gravity:
         name = ""  # the side is read from the data's name, as the CLI does
     else:
-        raise DvrkIdentError(f"no arm given: expected one of {', '.join(ARM_NAMES + FAMILIES)} (any case)")
-    if method == "mlse" and name and not name.startswith("MTM"):
-        raise DvrkIdentError(f"mlse fits the MTM gravity compensation: arm {name} is not an MTM "
-                             f"(use {', '.join(MTM_SIDES)}, or MTM to take the side from the data)")
+        raise DvrkIdentError(f"no arm given: expected one of {', '.join(request_names())} (any case)")
+    estimators = arm_spec(name).estimators if name else (method,)  # which apply: the arm registry's
+    if gravity and method not in estimators:
+        sides = [n for spec in mlse_arms() for n in spec.names]
+        raise DvrkIdentError(f"{method} fits the MTM gravity compensation: arm {name} is not an MTM "
+                             f"(use {', '.join(sides)}, or MTM to take the side from the data)")
+    if method not in estimators:
+        raise DvrkIdentError(f"method {method}: not for the {name} (its methods: {', '.join(estimators)})")
     if not data_files:
         raise DvrkIdentError("no data_files given")
-    if method == "mlse" and len(data_files) != 1:
-        raise DvrkIdentError("mlse takes one pose-grid bag or CUHK directory")
+    if gravity and len(data_files) != 1:
+        raise DvrkIdentError(f"{method} takes one pose-grid bag or CUHK directory")
     files = [readable_data_path(f, data_directory) for f in data_files]
     out = output_directory_within(output_base, output_directory)
     return IdentifyPlan(arm=name, method=method, data_files=files, data_format=str(data_format).strip() or None,

@@ -12,8 +12,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from dvrk_ident_ros.errors import SafetyError
-from dvrk_ident_ros.excitation.constraints import coordinate_limits
 from dvrk_ident_ros.model.arm_model import ArmModel
+from dvrk_ident_ros.model.limits import coordinate_limits
 
 
 class CommandChecker:

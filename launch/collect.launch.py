@@ -33,7 +33,8 @@ from launch_ros.actions import Node, SetParameter
 from launch_ros.parameter_descriptions import ParameterValue
 from launch_ros.substitutions import FindPackageShare
 
-from dvrk_ident_ros.launch_support import canonical_arguments, exit_handler, resolve_trajectory
+from dvrk_ident_ros.app.launch_support import canonical_arguments, exit_handler, resolve_trajectory
+from dvrk_ident_ros.arms import known_arms
 
 PACKAGE = "dvrk_ident"
 
@@ -93,7 +94,7 @@ def generate_launch_description():
     )
     return LaunchDescription([
         DeclareLaunchArgument("arm", default_value="PSM1",
-                              description="dVRK arm to move and record: MTML, MTMR, PSM1, PSM2, PSM3 (any case)"),
+                              description=f"dVRK arm to move and record: {', '.join(known_arms())} (any case)"),
         DeclareLaunchArgument(
             "trajectory_file", default_value="",
             description="trajectory or pose-grid file (absolute, relative to the working directory, or in the "

@@ -18,7 +18,8 @@ from launch_ros.actions import Node, SetParameter
 from launch_ros.parameter_descriptions import ParameterValue
 from launch_ros.substitutions import FindPackageShare
 
-from dvrk_ident_ros.launch_support import canonical_arguments, exit_handler
+from dvrk_ident_ros.app.launch_support import canonical_arguments, exit_handler
+from dvrk_ident_ros.arms import known_arms, mlse_arms
 
 PACKAGE = "dvrk_ident"
 
@@ -41,8 +42,9 @@ def generate_launch_description():
     )
     return LaunchDescription([
         DeclareLaunchArgument("arm", default_value="MTML",
-                              description="dVRK arm to compensate: MTML, MTMR (PSMx with an identified model; any "
-                                          "case)"),
+                              description=f"dVRK arm to compensate: {', '.join(known_arms())} (any case; a gc file for "
+                                          f"{', '.join(n for s in mlse_arms() for n in s.names)}, an "
+                                          "identified model for any)"),
         DeclareLaunchArgument(
             "parameter_file",
             description="gc-<ARM>-<serial>.json of the dVRK or an identified-model JSON (required)"),

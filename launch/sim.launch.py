@@ -20,7 +20,8 @@ from launch_ros.actions import Node, SetParameter
 from launch_ros.parameter_descriptions import ParameterValue
 from launch_ros.substitutions import FindPackageShare
 
-from dvrk_ident_ros.launch_support import canonical_arguments, exit_handler
+from dvrk_ident_ros.app.launch_support import canonical_arguments, exit_handler
+from dvrk_ident_ros.arms import known_arms
 
 PACKAGE = "dvrk_ident"
 
@@ -47,7 +48,7 @@ def generate_launch_description():
     )
     return LaunchDescription([
         DeclareLaunchArgument("arm", default_value="PSM1",
-                              description="dVRK arm to simulate: MTML, MTMR, PSM1, PSM2, PSM3 (any case)"),
+                              description=f"dVRK arm to simulate: {', '.join(known_arms())} (any case)"),
         DeclareLaunchArgument(
             "publish_rate", default_value="100.0",
             description="rate of /<arm>/measured_js and setpoint_js in Hz (up to 1000.0)"),

@@ -11,7 +11,7 @@ be a parameter of the node's own file ``config/<executable>.yaml``
 
 Exit statuses and argument conventions (:func:`check_exit_handlers`,
 :func:`check_argument_conventions`): every ``Node`` is bound to a name and
-given to ``exit_handler`` of ``dvrk_ident_ros.launch_support`` (a node that
+given to ``exit_handler`` of ``dvrk_ident_ros.app.launch_support`` (a node that
 exits non-zero fails the launch), one of them ``required=True`` (its exit ends
 the launch); a boolean argument has no ``choices`` (they would refuse ``True``
 and ``1``) and is made canonical by ``canonical_arguments(booleans=...)``, as
@@ -127,7 +127,7 @@ def _keyword(call: ast.Call, name: str) -> ast.expr | None:
 
 
 def _imports_support(tree: ast.Module, name: str) -> bool:
-    return any(isinstance(n, ast.ImportFrom) and n.module == "dvrk_ident_ros.launch_support"
+    return any(isinstance(n, ast.ImportFrom) and n.module == "dvrk_ident_ros.app.launch_support"
                and any(a.name == name for a in n.names) for n in ast.walk(tree))
 
 
@@ -141,7 +141,7 @@ def check_exit_handlers(path: Path) -> list[str]:
         return []
     problems = []
     if not _imports_support(tree, "exit_handler"):
-        problems.append(f"{path.name}: does not import exit_handler from dvrk_ident_ros.launch_support")
+        problems.append(f"{path.name}: does not import exit_handler from dvrk_ident_ros.app.launch_support")
     bound: dict[str, int] = {}  # variable -> line of its Node(...)
     for node in ast.walk(tree):
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and \
@@ -212,7 +212,7 @@ def check_argument_conventions(path: Path) -> list[str]:
         if arm:
             arm_made_canonical.add(arm)
     if canonical and not _imports_support(tree, "canonical_arguments"):
-        problems.append(f"{path.name}: canonical_arguments is not imported from dvrk_ident_ros.launch_support")
+        problems.append(f"{path.name}: canonical_arguments is not imported from dvrk_ident_ros.app.launch_support")
     declared_booleans: set[str] = set()
     variables = {t.id: _literal(_argument(n.value, "variable_name")) for n in ast.walk(tree)
                  if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call)
@@ -338,43 +338,4 @@ def check_parameter_file(path: Path) -> list[str]:
     for name, value in parameters.items():
         _check_name(name, problems, path.name)
         _check_value(str(name), value, problems, path.name)
-    return problems
-
-
-def _ros_type(value) -> str | None:
-    """The ROS parameter type a Python/YAML value gets (None when it has none)."""
-    if isinstance(value, list):
-        inner = {_ros_type(v) for v in value}
-        return f"{inner.pop()}[]" if len(inner) == 1 and None not in inner else None
-    return {bool: "bool", int: "integer", float: "double", str: "string"}.get(type(value))
-
-
-def check_node_module(module: Path, parameter_file: Path) -> list[str]:
-    """The node's code against its parameter file.
-
-    Every parameter of the file must be named in the module (rclpy ignores a
-    value for an undeclared parameter without a word), and a parameter declared
-    with a literal default and no descriptor (so statically typed) must have the
-    type of the file's value (rclpy refuses an integer for a double).
-    """
-    try:
-        tree = ast.parse(module.read_text(), filename=str(module))
-    except SyntaxError as exc:
-        return [f"{module.name}:{exc.lineno}: does not compile: {exc.msg}"]
-    parameters = yaml.safe_load(parameter_file.read_text())["/**"]["ros__parameters"]
-    strings = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
-    problems = [f"{parameter_file.name}: {name!r} is not named in {module.name}: the node would ignore it"
-                for name in parameters if name not in strings]
-    for _, call in _calls(tree, "declare_parameter"):
-        if len(call.args) != 2 or call.keywords:
-            continue  # no default, or a descriptor (maybe dynamic typing)
-        name = _literal(call.args[0])
-        try:
-            default = ast.literal_eval(call.args[1])
-        except ValueError:
-            continue
-        if name in parameters and _ros_type(default) != _ros_type(parameters[name]):
-            problems.append(f"{module.name}:{call.lineno}: {name!r} is declared {_ros_type(default)} "
-                            f"({default!r}) but {parameter_file.name} gives {_ros_type(parameters[name])} "
-                            f"({parameters[name]!r})")
     return problems

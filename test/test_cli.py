@@ -11,7 +11,7 @@ import time
 import pytest
 
 import dvrk_ident_ros
-from dvrk_ident_ros import cli
+from dvrk_ident_ros.app import cli
 from dvrk_ident_ros.errors import DataError
 
 
@@ -54,23 +54,24 @@ def test_installed_command_runs():
 def test_node_list_matches_the_console_scripts():
     from test_package import _console_scripts
 
-    from dvrk_ident_ros.launch_commands import NODES
+    from dvrk_ident_ros.app.launch_commands import NODES
 
     assert set(NODES) == set(_console_scripts()) - {"dvrk-ident"}
 
 
 def _node_names() -> tuple[str, ...]:
-    from dvrk_ident_ros.launch_commands import NODES
+    from dvrk_ident_ros.app.launch_commands import NODES
 
     return NODES
 
 
 @pytest.mark.parametrize("node", _node_names())
 def test_node_help_prints_its_parameters_without_starting_ros(node: str):
-    """`--help` exits 0 at once with the node's purpose and every parameter of config/<node>.yaml."""
+    """`--help` exits 0 at once with the node's purpose and every parameter of its schema."""
     from conftest import REPO_ROOT
 
-    from dvrk_ident_ros.node_help import module_purpose, parameter_docs
+    from dvrk_ident_ros.node_help import module_purpose
+    from dvrk_ident_ros.parameters import schema_of
 
     env = {k: v for k, v in os.environ.items() if k != "ROS_DOMAIN_ID"}
     env["ROS_DOMAIN_ID"] = "not a number"  # rcl would refuse it: --help must not get that far
@@ -82,19 +83,19 @@ def test_node_help_prints_its_parameters_without_starting_ros(node: str):
     assert elapsed < 15.0
     assert proc.stdout.startswith(f"usage: ros2 run dvrk_ident {node} ")
     assert module_purpose(f"dvrk_ident_ros.nodes.{node}") in proc.stdout
-    for doc in parameter_docs(REPO_ROOT / "config" / f"{node}.yaml"):
-        assert f"\n  {doc.name} " in proc.stdout, doc.name
+    for parameter in schema_of(node):
+        assert f"\n  {parameter.name} " in proc.stdout, parameter.name
 
 
 def test_dvrk_ident_run_executes_the_node(tmp_path):
     """`dvrk-ident run <node> ...` hands its arguments to the node (here -h) and ends with its status."""
     from conftest import REPO_ROOT
 
-    proc = subprocess.run([sys.executable, "-m", "dvrk_ident_ros.cli", "run", "trajectory_player", "-h"],
+    proc = subprocess.run([sys.executable, "-m", "dvrk_ident_ros.app.cli", "run", "trajectory_player", "-h"],
                           cwd=REPO_ROOT, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "usage: ros2 run dvrk_ident trajectory_player" in proc.stdout and "\n  autostart " in proc.stdout
-    proc = subprocess.run([sys.executable, "-m", "dvrk_ident_ros.cli", "run", "player"], cwd=REPO_ROOT,
+    proc = subprocess.run([sys.executable, "-m", "dvrk_ident_ros.app.cli", "run", "player"], cwd=REPO_ROOT,
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "invalid choice: 'player'" in proc.stderr
 
@@ -114,26 +115,30 @@ def test_help_is_asked_before_the_ros_arguments_only():
     assert not wants_help([]) and not wants_help(["--ros-args", "-p", "arm:=PSM1", "--help"])
 
 
-def test_parameter_docs_read_the_comment_above_each_parameter(tmp_path):
-    from dvrk_ident_ros.node_help import node_help, parameter_docs
+def test_help_prints_the_schema():
+    """Each parameter on one line: name, type, default, description [unit]; range or choices; run time."""
+    from dvrk_ident_ros.node_help import node_help
+    from dvrk_ident_ros.parameters import Kind, NodeSchema, Parameter
 
-    (tmp_path / "tool.yaml").write_text(
-        "# Parameters of the `tool` node.\n/**:\n  ros__parameters:\n"
-        "    # dVRK arm name (string): MTML or PSM1. Case is ignored.\n    arm: PSM1\n"
-        "    # Rate of the stream (Hz, float), e.g. 100.0 for the\n    # dVRK. More text.\n    rate: 500.0\n"
-        "    # Topics to add (string array). Left out on purpose:\n    # extra: [\"/a\"]\n"
-        "    # Gains (float).\n    gains:\n      p: 1.0\n      d: 0.1\n    bare: \"\"\n")
-    docs = parameter_docs(tmp_path / "tool.yaml")
-    assert [(d.name, d.default, d.description, d.is_set) for d in docs] == [
-        ("arm", "PSM1", "dVRK arm name (string): MTML or PSM1.", True),
-        ("rate", "500.0", "Rate of the stream (Hz, float), e.g. 100.0 for the dVRK.", True),
-        ("extra", "", "Topics to add (string array).", False),
-        ("gains.p", "1.0", "Gains (float).", True),
-        ("gains.d", "0.1", "Gains (float).", True),
-        ("bare", '""', "", True),
+    schema = NodeSchema("tool", (
+        Parameter("arm", Kind.STRING, "PSM1", "dVRK arm name"),
+        Parameter("rate", Kind.DOUBLE, 500.0, "Rate of the stream", unit="Hz", minimum=1.0, maximum=2000.0),
+        Parameter("mode", Kind.STRING, "a", "Mode", choices=("a", "b")),
+        Parameter("extra", Kind.STRING_ARRAY, None, "Topics to add"),
+        Parameter("scale", Kind.DOUBLE, 1.0, "Scale; at run time: at once", minimum=0.0, maximum=1.0,
+                  exclusive_minimum=True, runtime=True),
+    ))
+    lines = node_help("dvrk_ident_ros.nodes.tool", schema).splitlines()
+    assert lines[0].startswith("usage: ros2 run dvrk_ident tool ")
+    rows = [line.split() for line in lines[lines.index(next(x for x in lines if x.startswith("parameters"))) + 1:]
+            if line.startswith("  ")]
+    assert rows == [
+        ["arm", "string", "PSM1", "dVRK", "arm", "name"],
+        ["rate", "double", "500.0", "Rate", "of", "the", "stream", "[Hz];", "1..2000", "Hz"],
+        ["mode", "string", "a", "Mode;", "one", "of", "a,", "b"],
+        ["extra", "string[]", "(not", "set)", "Topics", "to", "add"],
+        ["scale", "double", "1.0", "Scale;", "at", "run", "time:", "at", "once;", "(0,", "1];", "run", "time"],
     ]
-    text = node_help("dvrk_ident_ros.nodes.tool", config_dir=tmp_path)
-    assert "\n  extra    (not set)" in text and "usage: ros2 run dvrk_ident tool " in text
 
 
 # -- dvrk-ident launch (without starting nodes; the runs are in test_exit_codes.py) ------------------------------------

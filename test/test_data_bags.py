@@ -9,6 +9,7 @@ from dvrk_ident_ros.data.bags import write_joint_state_bag
 from dvrk_ident_ros.data.loaders import load_dataset
 from dvrk_ident_ros.errors import DataError
 from dvrk_ident_ros.model.description import load_description
+from dvrk_ident_ros.player_phase import PlayerPhase
 
 
 def _signals(rng, n, joints):
@@ -58,13 +59,15 @@ def _bag_with_player_status(path, t, q, qd, tau, status):
 
 
 def test_bag_of_the_player_keeps_only_the_excitation(tmp_path):
-    """Ramp-in, waiting and ramp-out are not data: only the longest PLAYING window is kept."""
+    """Ramp-in, waiting and what follows a run are not data: only the longest PLAYING window is kept."""
     from dvrk_ident_ros.data.bags import load_bag, playing_windows
 
     A = load_description("mtm").dvrk_from_motor
     rng = np.random.default_rng(2)
     t, q, qd, tau = _signals(rng, 400, 7)  # 1000.0 .. 1001.995 s at 200 Hz
-    status = [(1000.1, 1), (1000.5, 2), (1000.6, 2), (1001.0, 6), (1001.2, 2), (1001.3, 7)]
+    ramp_in, playing, done = PlayerPhase.RAMP_IN, PlayerPhase.PLAYING, PlayerPhase.DONE
+    status = [(1000.1, ramp_in), (1000.5, playing), (1000.6, playing), (1001.0, done), (1001.1, ramp_in),
+              (1001.2, playing), (1001.3, done)]
     bag = _bag_with_player_status(tmp_path / "bag", t, q, qd, tau, status)
     assert np.allclose(playing_windows(bag), [(1000.5, 1001.0), (1001.2, 1001.3)])
     data = load_dataset(bag, dvrk_from_motor=A)
@@ -72,7 +75,7 @@ def test_bag_of_the_player_keeps_only_the_excitation(tmp_path):
     assert np.allclose(data.t, t[inside]) and np.allclose(data.q @ A.T, q[inside])
     assert "PLAYING windows" in data.source
     assert load_bag(bag, A, playing_only=False).samples == 400
-    late = _bag_with_player_status(tmp_path / "late", t, q, qd, tau, [(1005.0, 2)])
+    late = _bag_with_player_status(tmp_path / "late", t, q, qd, tau, [(1005.0, PlayerPhase.PLAYING)])
     with pytest.raises(DataError, match="no /MTML/measured_js samples while the player was playing"):
         load_dataset(late, dvrk_from_motor=A)
 
@@ -86,8 +89,8 @@ def test_only_the_player_of_the_bags_own_arm_cuts_it(tmp_path):
 
     A = load_description("mtm").dvrk_from_motor
     t, q, qd, tau = _signals(np.random.default_rng(5), 400, 7)  # 1000.0 .. 1001.995 s
-    mtml = [(1000.2, 1), (1000.3, 2), (1000.6, 7)]
-    psm1 = [(1000.05, 2), (1001.9, 7)]  # a longer window: it would win if it counted
+    mtml = [(1000.2, PlayerPhase.RAMP_IN), (1000.3, PlayerPhase.PLAYING), (1000.6, PlayerPhase.DONE)]
+    psm1 = [(1000.05, PlayerPhase.PLAYING), (1001.9, PlayerPhase.DONE)]  # a longer window: it would win if it counted
     states = _joint_states("/MTML/measured_js", t, q, qd, tau)
 
     def statuses(arm, timeline, topic):
@@ -102,7 +105,7 @@ def test_only_the_player_of_the_bags_own_arm_cuts_it(tmp_path):
     for bag, topic in ((per_arm, "/dvrk_ident/MTML/player_status"), (legacy, LEGACY_PLAYER_STATUS_TOPIC)):
         assert np.allclose(playing_windows(bag), [(1000.3, 1000.6)])
         read_topic, read = read_player_status(bag, "mtml")
-        assert read_topic == topic and [m.phase for _, m in read] == [1, 2, 7]
+        assert read_topic == topic and [m.phase for _, m in read] == [phase for _, phase in mtml]
         data = load_bag(bag, A)
         assert np.allclose(data.t, t[inside]) and "1 PLAYING windows of the MTML player" in data.source
         assert np.allclose(playing_windows(bag, "PSM1"), [(1000.05, 1001.9)])  # read for its own arm: its own

@@ -11,14 +11,14 @@ import pytest
 import yaml
 from conftest import REPO_ROOT
 
-from dvrk_ident_ros import cli
+from dvrk_ident_ros.app import cli
 from dvrk_ident_ros.errors import DataError, DescriptionError, SolverError
-from dvrk_ident_ros.excitation.constraints import cartesian_boxes, coordinate_limits
 from dvrk_ident_ros.excitation.files import load_grid, load_trajectory, save_grid, save_trajectory
 from dvrk_ident_ros.excitation.fourier import quintic, rest_to_rest
 from dvrk_ident_ros.excitation.grid import make_grid
 from dvrk_ident_ros.excitation.optimize import _Problem, optimise, verify
 from dvrk_ident_ros.model.arm_model import load_model
+from dvrk_ident_ros.model.limits import cartesian_boxes, coordinate_limits
 
 
 def _random_rest(rng, n=7, H=6, f=0.2):

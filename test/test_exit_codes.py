@@ -1,8 +1,8 @@
 """Exit statuses that tell the truth: the launch files' exit rules, the launcher's plans, the nodes.
 
-Unit tests (no ROS): the launch files' exit handler (dvrk_ident_ros/launch_support.py, with a fake
+Unit tests (no ROS): the launch files' exit handler (dvrk_ident_ros/app/launch_support.py, with a fake
 ProcessExited event and a stand-in for the ``launch`` package, which has no wheel here) and the
-rules of :class:`~dvrk_ident_ros.launcher.LaunchPlan` on stand-in processes. Integration tests
+rules of :class:`~dvrk_ident_ros.app.launcher.LaunchPlan` on stand-in processes. Integration tests
 (through the launcher, as ``dvrk-ident launch`` runs the launch files): a collect whose player
 cannot load its trajectory ends with the player's status, a gc launch without its gc file ends
 non-zero, a short collect on the simulated arm ends 0, and ``dvrk-ident launch`` forwards Ctrl-C.
@@ -21,8 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dvrk_ident_ros.errors import DvrkIdentError
-from dvrk_ident_ros.launch_support import (
+from dvrk_ident_ros.app.launch_support import (
     ExitCheck,
     LaunchArgumentError,
     NodeFailedError,
@@ -30,7 +29,8 @@ from dvrk_ident_ros.launch_support import (
     exit_outcome,
     parse_bool,
 )
-from dvrk_ident_ros.launcher import LaunchPlan, PlannedNode
+from dvrk_ident_ros.app.launcher import LaunchPlan, PlannedNode
+from dvrk_ident_ros.errors import DvrkIdentError
 
 
 # -- the launch files' rules ------------------------------------------------------------------------------------------
@@ -198,7 +198,7 @@ def _short_trajectory(path: Path) -> Path:
 
 @pytest.fixture
 def nodes_env(ros_env):
-    from dvrk_ident_ros.launcher import ros_environment
+    from dvrk_ident_ros.app.launcher import ros_environment
 
     return ros_environment(int(ros_env["ROS_DOMAIN_ID"]))
 
@@ -213,7 +213,7 @@ def _bags(directory: Path) -> list[Path]:
 
 @pytest.mark.ros
 def test_collect_whose_player_cannot_load_its_trajectory_ends_with_the_players_status(tmp_path: Path, nodes_env):
-    from dvrk_ident_ros.launch_commands import launch_plan
+    from dvrk_ident_ros.app.launch_commands import launch_plan
 
     recordings = tmp_path / "recordings"
     nodes = launch_plan("collect", ["arm:=psm1", f"output_directory:={recordings}"])
@@ -235,7 +235,7 @@ def test_collect_whose_player_cannot_load_its_trajectory_ends_with_the_players_s
 
 @pytest.mark.ros
 def test_dvrk_ident_launch_refuses_a_missing_trajectory_before_any_node_starts(tmp_path: Path, nodes_env):
-    proc = subprocess.run([sys.executable, "-m", "dvrk_ident_ros.cli", "launch", "collect", "sim:=true",
+    proc = subprocess.run([sys.executable, "-m", "dvrk_ident_ros.app.cli", "launch", "collect", "sim:=true",
                            f"output_directory:={tmp_path / 'recordings'}", "trajectory_file:=no/such.yaml",
                            "--log-dir", str(tmp_path / "logs")],
                           cwd=tmp_path, env=nodes_env, capture_output=True, text=True, timeout=60)
@@ -246,7 +246,7 @@ def test_dvrk_ident_launch_refuses_a_missing_trajectory_before_any_node_starts(t
 
 @pytest.mark.ros
 def test_gravity_compensation_without_its_gc_file_ends_non_zero(tmp_path: Path, nodes_env):
-    from dvrk_ident_ros.launch_commands import launch_plan
+    from dvrk_ident_ros.app.launch_commands import launch_plan
 
     nodes = launch_plan("gravity_compensation", ["arm:=mtml", f"parameter_file:={tmp_path / 'gc-MTML-0.json'}"])
     result = LaunchPlan("gravity_compensation.launch.py", nodes, log_dir=tmp_path / "logs", env=nodes_env).run(60)
@@ -258,7 +258,7 @@ def test_gravity_compensation_without_its_gc_file_ends_non_zero(tmp_path: Path, 
 @pytest.mark.ros
 @pytest.mark.slow
 def test_short_collect_on_the_simulated_arm_ends_0(tmp_path: Path, nodes_env):
-    from dvrk_ident_ros.launch_commands import launch_plan
+    from dvrk_ident_ros.app.launch_commands import launch_plan
 
     recordings = tmp_path / "recordings"
     trajectory = _short_trajectory(tmp_path / "short.yaml")
@@ -279,7 +279,7 @@ def test_short_collect_on_the_simulated_arm_ends_0(tmp_path: Path, nodes_env):
 @pytest.mark.ros
 def test_dvrk_ident_launch_stops_every_node_on_ctrl_c(tmp_path: Path, nodes_env):
     logs = tmp_path / "logs"
-    proc = subprocess.Popen([sys.executable, "-m", "dvrk_ident_ros.cli", "launch", "sim", "arm:=psm2",
+    proc = subprocess.Popen([sys.executable, "-m", "dvrk_ident_ros.app.cli", "launch", "sim", "arm:=psm2",
                              "use_sim_time:=False", "--quiet", "--log-dir", str(logs)],
                             cwd=tmp_path, env=nodes_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:

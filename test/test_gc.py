@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from dvrk_ident_ros import cli
+from dvrk_ident_ros.app import cli
 from dvrk_ident_ros.errors import DataError
 from dvrk_ident_ros.gc.data import PoseData, robust_mean
 from dvrk_ident_ros.gc.derivation import format_in_core, gc_gravity_from_standard

@@ -8,14 +8,16 @@ import pytest
 import yaml
 from helpers.bags import header, player_status, write_events
 
-from dvrk_ident_ros import cli
+from dvrk_ident_ros.app import cli
 from dvrk_ident_ros.data.interfaces import JOINT_STATE, OPERATING_STATE, PLAYER_STATUS, typestore
 from dvrk_ident_ros.errors import DataError
 from dvrk_ident_ros.excitation.files import save_grid
-from dvrk_ident_ros.gc.data import PoseData, load_poses
+from dvrk_ident_ros.gc.data import PoseData
+from dvrk_ident_ros.gc.loaders import load_poses
 from dvrk_ident_ros.gc.mlse import fit_mlse
 from dvrk_ident_ros.gc.params import load_gc
 from dvrk_ident_ros.gc.regressor import torques
+from dvrk_ident_ros.player_phase import PlayerPhase
 
 
 def _grid(tmp_path):
@@ -54,18 +56,18 @@ def _write_bag(path, grid_path, poses, setpoint=None, measured=None, skip_pose=N
     events = []  # (time, topic, msgtype, message)
     t = 10.0
     for index, q in enumerate(poses):
-        for phase, count in ((3, 3), (5, samples)):  # moving, then sampling
+        for phase, count in ((PlayerPhase.MOVING, 3), (PlayerPhase.SAMPLING, samples)):
             events.append((t, status_topic("MTML"), PLAYER_STATUS, player_status(
                 t, "MTML", phase, str(grid_path), pose_index=index, pose_count=len(poses), direction=1)))
-            if other_player and phase == 3:
+            if other_player and phase == PlayerPhase.MOVING:
                 arm, pose = other_player
                 events.append((t, status_topic(arm), PLAYER_STATUS, player_status(
-                    t, arm, 5, str(grid_path), pose_index=pose, pose_count=len(poses), direction=1)))
+                    t, arm, PlayerPhase.SAMPLING, str(grid_path), pose_index=pose, pose_count=len(poses), direction=1)))
             for k in range(count):
                 t += 0.01
-                if phase == 5 and index == skip_pose:
+                if phase == PlayerPhase.SAMPLING and index == skip_pose:
                     continue
-                zero = phase == 5 and k in invalid
+                zero = phase == PlayerPhase.SAMPLING and k in invalid
                 for topic, effort in (("/MTML/measured_js", measured), ("/MTML/setpoint_js", setpoint)):
                     if effort is None:
                         continue

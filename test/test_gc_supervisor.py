@@ -8,11 +8,8 @@ import pytest
 
 from dvrk_ident_ros.gc.health import ERROR, OK, WARN, compensation_health
 from dvrk_ident_ros.gc.supervisor import (
-    ACTIVE,
-    FADING_OUT,
-    RAMP_IN,
-    STOPPED,
     BuiltinCompensation,
+    CompensationState,
     CompensationSupervisor,
     SupervisorSettings,
 )
@@ -25,9 +22,9 @@ def _feed(sup: CompensationSupervisor, stamps, arrivals=None) -> list[float]:
 
 def test_ramp_in_follows_the_stamps_then_active():
     sup = CompensationSupervisor(SupervisorSettings(ramp_in_time=1.0))
-    assert sup.state == STOPPED
+    assert sup.state == CompensationState.STOPPED
     scales = _feed(sup, [100.0 + 0.005 * k for k in range(300)])
-    assert scales[0] == 0.0 and sup.state == ACTIVE
+    assert scales[0] == 0.0 and sup.state == CompensationState.ACTIVE
     assert scales[100] == pytest.approx(0.5) and scales[200] == 1.0
 
 
@@ -69,11 +66,11 @@ def _simulate(sup: CompensationSupervisor, arrivals, end: float) -> list[tuple[f
             return events
         if sample is not None and (timer is None or sample <= timer):
             t, sample = sample, next(samples, None)
-            if sup.state in (RAMP_IN, ACTIVE):
+            if sup.state in (CompensationState.RAMP_IN, CompensationState.ACTIVE):
                 scale = sup.on_state(t, t)
             else:
                 sup.on_sample(t, t)
-                if not (sup.state == FADING_OUT or sup.holding or sup.may_resume(t)):
+                if not (sup.state == CompensationState.FADING_OUT or sup.holding or sup.may_resume(t)):
                     events.append((t, "wait", None))
                     continue
                 scale = sup.command(t, t)
@@ -126,7 +123,7 @@ def test_a_late_sample_fades_and_resumes_without_a_hand_over():
     # back: the ramp continues from where the fade got to (no restart from zero), at the ramp-in rate
     back = next(e for e in events if e[0] >= 2.3 and e[1] == "answer")
     assert back[2] == pytest.approx(scales[-1], abs=0.03) and back[2] > 0.5
-    assert sup.state == ACTIVE and sup.scale == 1.0
+    assert sup.state == CompensationState.ACTIVE and sup.scale == 1.0
     assert sup.stale_for(4.0) is None
 
 
@@ -149,7 +146,7 @@ def test_a_long_outage_hands_over_exactly_once_and_recovery_needs_resume_after()
     assert answers_after[0][2] == 0.0  # ramps in from zero
     # (4.5-4.7: late, but not commanding: no stale event)
     assert sup.late_samples == 2 and sup.stale_events == 1 and sup.max_gap == pytest.approx(3.01)
-    assert not sup.released and sup.state == ACTIVE
+    assert not sup.released and sup.state == CompensationState.ACTIVE
 
 
 def test_a_hand_over_waits_for_the_fade_and_a_short_stall_while_holding_resumes_without_one():
@@ -166,19 +163,19 @@ def test_a_hand_over_waits_for_the_fade_and_a_short_stall_while_holding_resumes_
     events = _simulate(sup, _stream(0.0, 1.0) + _stream(1.7, 2.5), 2.5)
     assert not _kinds(events, "hand_over") and _kinds(events, "fade")[-1][2] == 0.0
     back = next(e for e in events if e[0] >= 1.7)
-    assert back[1] == "answer" and back[2] == 0.0 and sup.state == ACTIVE
+    assert back[1] == "answer" and back[2] == 0.0 and sup.state == CompensationState.ACTIVE
 
 
 def test_the_final_fade_answers_samples_at_the_falling_scale_and_paces_itself_without_them():
     sup = CompensationSupervisor(SupervisorSettings(ramp_in_time=0.0, fade_out_time=0.5))
     _simulate(sup, _stream(0.0, 1.0), 1.0)
-    assert sup.begin_final_fade(1.0) and sup.state == FADING_OUT and sup.final
+    assert sup.begin_final_fade(1.0) and sup.state == CompensationState.FADING_OUT and sup.final
     assert sup.deadline() == pytest.approx(0.015)  # the watchdog fills in at the state's rate
     assert sup.on_state(1.1, 1.1) == pytest.approx(0.8)  # a sample: no ramp back in
     tick = sup.tick(1.2)
     assert tick.command and not tick.hand_over and tick.next_in == pytest.approx(0.01)
     assert sup.scale == pytest.approx(0.6)
-    assert sup.tick(1.6) == (True, False, None) and sup.scale == 0.0 and sup.state == STOPPED
+    assert sup.tick(1.6) == (True, False, None) and sup.scale == 0.0 and sup.state == CompensationState.STOPPED
     assert sup.stale_events == 0 and sup.handovers == 0
     stopped = CompensationSupervisor(SupervisorSettings())
     assert not stopped.begin_final_fade(0.0)  # nothing to fade
@@ -201,9 +198,9 @@ def test_a_gap_while_the_arm_was_not_ready_is_no_late_sample_and_resume_after_co
 def test_a_fade_for_a_reason_other_than_staleness_is_not_a_stale_event_and_stop_is_at_once():
     sup = CompensationSupervisor(SupervisorSettings(ramp_in_time=0.0, fade_out_time=0.5))
     _feed(sup, [10.0 + 0.005 * k for k in range(10)])
-    assert sup.begin_final_fade(10.05) and sup.state == FADING_OUT and sup.stale_events == 0
+    assert sup.begin_final_fade(10.05) and sup.state == CompensationState.FADING_OUT and sup.stale_events == 0
     sup.stop()
-    assert (sup.state, sup.scale) == (STOPPED, 0.0)
+    assert (sup.state, sup.scale) == (CompensationState.STOPPED, 0.0)
     assert sup.tick(11.0) == (False, False, None)
     assert not sup.is_stale(1e9)  # stopped: nothing to watch
 
@@ -274,19 +271,20 @@ def test_settings_the_watchdog_cannot_work_with_are_refused(settings, message):
 
 
 def test_health_levels_ok_when_compensating_warn_when_fading_or_clamped_error_when_an_outage_stopped_it():
-    h = compensation_health("MTML", ACTIVE, 1.0)
+    h = compensation_health("MTML", CompensationState.ACTIVE, 1.0)
     assert h.level == OK and h.message == "compensating MTML"
-    h = compensation_health("MTML", RAMP_IN, 0.25)
+    h = compensation_health("MTML", CompensationState.RAMP_IN, 0.25)
     assert h.level == OK and "ramp-in" in h.message
-    h = compensation_health("MTML", ACTIVE, 1.0, saturated=["wrist_pitch"])
+    h = compensation_health("MTML", CompensationState.ACTIVE, 1.0, saturated=["wrist_pitch"])
     assert h.level == WARN and "wrist_pitch" in h.message
-    h = compensation_health("MTML", FADING_OUT, 0.6, stale_for=0.2)
+    h = compensation_health("MTML", CompensationState.FADING_OUT, 0.6, stale_for=0.2)
     assert h.level == WARN and "200 ms" in h.message and "fading" in h.message
-    assert compensation_health("MTML", FADING_OUT, 0.6, final=True).level == WARN
-    h = compensation_health("MTML", STOPPED, 0.0, stale_for=2.5, handed_over=True)
+    assert compensation_health("MTML", CompensationState.FADING_OUT, 0.6, final=True).level == WARN
+    h = compensation_health("MTML", CompensationState.STOPPED, 0.0, stale_for=2.5, handed_over=True)
     assert h.level == ERROR and "2.5 s" in h.message and "handed back" in h.message
-    assert compensation_health("MTML", STOPPED, 0.0, stale_for=0.7).level == ERROR
-    h = compensation_health("MTML", STOPPED, 0.0, idle_reason="MTML is DISABLED", idle_expected=True)
+    assert compensation_health("MTML", CompensationState.STOPPED, 0.0, stale_for=0.7).level == ERROR
+    h = compensation_health("MTML", CompensationState.STOPPED, 0.0, idle_reason="MTML is DISABLED", idle_expected=True)
     assert h.level == OK and "MTML is DISABLED" in h.message
-    h = compensation_health("MTML", STOPPED, 0.0, idle_reason="nothing subscribes use_gravity_compensation")
+    h = compensation_health("MTML", CompensationState.STOPPED, 0.0,
+                            idle_reason="nothing subscribes use_gravity_compensation")
     assert h.level == WARN and "nothing subscribes" in h.message

@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from dvrk_ident_ros import cli
+from dvrk_ident_ros.app import cli
 from dvrk_ident_ros.identify.results import IdentificationResult
 from dvrk_ident_ros.identify.synthetic import plausible_parameters, random_fourier, synthetic_recording
 from dvrk_ident_ros.model.arm_model import load_model

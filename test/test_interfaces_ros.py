@@ -8,6 +8,9 @@ from pathlib import Path
 import pytest
 from helpers.processes import output_of, running
 
+from dvrk_ident_ros.gc.supervisor import CompensationState
+from dvrk_ident_ros.player_phase import PlayerPhase
+
 pytestmark = pytest.mark.ros
 HELPERS = Path(__file__).parent / "helpers"
 
@@ -35,7 +38,7 @@ def test_custom_message_crosses_processes(ros_env, rclpy_context):
     assert list(msg.gravity_torque) == pytest.approx([0.1 * i + seq for i in range(7)])
     assert list(msg.total_torque) == pytest.approx([0.1 * i + seq - 0.01 * i for i in range(7)])
     assert list(msg.saturated) == [i == 3 for i in range(7)]
-    assert msg.state == GravityCompensationDiagnostics.STATE_ACTIVE
+    assert msg.state == CompensationState.ACTIVE
     assert (msg.parameter_source, msg.model_kind) == ("gc-MTML-00000.json", "mlse")
 
 
@@ -73,18 +76,53 @@ def test_identify_service_across_processes(ros_env, rclpy_context):
     assert bad.result() is not None and not bad.result().success
 
 
-def test_action_and_status_types_are_complete():
-    """The player's action and status messages carry what the later nodes need."""
+def test_named_states_are_the_message_constants():
+    """PlayerPhase is PlayerStatus.PHASE_*, CompensationState is GravityCompensationDiagnostics.STATE_*: every
+    member's value, no constant without a member and no member without a constant."""
     pytest.importorskip("rclpy")
-    from dvrk_ident.action import PlayTrajectory
-    from dvrk_ident.msg import PlayerStatus, RecorderStatus
+    from dvrk_ident.msg import GravityCompensationDiagnostics, PlayerStatus
 
-    goal = PlayTrajectory.Goal(trajectory_file="t.yaml", arm="PSM1", bag_path="b", speed_scale=1.0)
-    feedback = PlayTrajectory.Feedback(progress=0.5, tracking_error=[0.0] * 6)
-    result = PlayTrajectory.Result(outcome=PlayTrajectory.Result.OUTCOME_ABORTED_TRACKING)
-    assert (goal.arm, feedback.progress, result.outcome) == ("PSM1", 0.5, 2)
-    assert PlayerStatus.PHASE_SAMPLING != PlayerStatus.PHASE_SETTLING
-    assert RecorderStatus().message_counts == [] or len(RecorderStatus().message_counts) == 0
+    for states, message, prefix in ((PlayerPhase, PlayerStatus, "PHASE_"),
+                                    (CompensationState, GravityCompensationDiagnostics, "STATE_")):
+        constants = {name.removeprefix(prefix): getattr(message, name)
+                     for name in vars(type(message)) if name.startswith(prefix)}  # the generated class's constants
+        assert constants == {member.name: member.value for member in states}, message.__name__
+
+
+def test_action_and_status_messages_carry_what_the_nodes_send():
+    """What the player, the recorder and the compensation put in their messages (every field they set, at the
+    edges of its range: each phase and state, a negative sweep direction, a large count) comes back unchanged
+    from the wire; a field that is missing or too narrow fails here."""
+    pytest.importorskip("rclpy")
+    from rclpy.serialization import deserialize_message, serialize_message
+
+    from dvrk_ident.action import PlayTrajectory
+    from dvrk_ident.msg import GravityCompensationDiagnostics, PlayerStatus, RecorderStatus
+
+    result = PlayTrajectory.Result
+    sent = [
+        PlayTrajectory.Goal(trajectory_file="t.yaml", arm="PSM1", bag_path="b", speed_scale=0.5),
+        result(outcome=result.OUTCOME_ARM_NOT_READY, message="MTML is DISABLED", bag_path="b", duration=2.5,
+               max_tracking_error=0.02, commands_sent=2**31),
+        RecorderStatus(recording=False, bag_path="b-FAILED", topics=["/PSM1/measured_js", "/PSM1/setpoint_js"],
+                       message_counts=[2**40, 7], invalid_counts=[3, 0], gap_count=1, max_gap=0.25,
+                       operating_state="ENABLED, homed", outcome="failed"),
+    ]
+    for phase in PlayerPhase:
+        sent.append(PlayTrajectory.Feedback(progress=0.5, elapsed=1.25, phase=phase, pose_index=3, pose_count=9,
+                                            max_tracking_error=0.02, tracking_error=[0.01, 0.02, 0.0]))
+        sent.append(PlayerStatus(arm="PSM1", trajectory_file="t.yaml", phase=phase, progress=1.0, pose_index=3,
+                                 pose_count=9, direction=-1))
+    for state in CompensationState:
+        sent.append(GravityCompensationDiagnostics(name=["j1", "j2"], total_torque=[0.5, -0.25],
+                                                   saturated=[False, True], state=state, ramp_scale=0.5,
+                                                   model_kind="dynamic", late_samples=2**31, max_gap=0.1))
+    for msg in sent:
+        back = deserialize_message(serialize_message(msg), type(msg))
+        assert back == msg, msg
+    assert [m.phase for m in sent if isinstance(m, PlayerStatus)] == list(PlayerPhase)
+    outcomes = [getattr(result, name) for name in vars(type(result)) if name.startswith("OUTCOME_")]
+    assert len(outcomes) == 7 and len(set(outcomes)) == len(outcomes)  # each outcome tells the client one thing
 
 
 def test_nodes_fall_back_to_the_single_threaded_executor_without_the_events_executor(rclpy_context):

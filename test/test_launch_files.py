@@ -12,7 +12,6 @@ from launch_check import (
     check_exit_handlers,
     check_launch_arguments,
     check_launch_file,
-    check_node_module,
     check_node_parameters,
     check_parameter_file,
     parameter_names,
@@ -70,14 +69,6 @@ def test_launched_nodes_have_a_parameter_file_and_a_readme_entry(path: Path):
 @pytest.mark.parametrize("path", PARAMETER_FILES, ids=lambda p: p.name)
 def test_parameter_file(path: Path):
     assert check_parameter_file(path) == []
-
-
-@pytest.mark.parametrize("path", PARAMETER_FILES, ids=lambda p: p.name)
-def test_node_code_matches_its_parameter_file(path: Path):
-    module = REPO_ROOT / "dvrk_ident_ros" / "nodes" / f"{path.stem}.py"
-    if not module.is_file():
-        pytest.skip(f"{module.relative_to(REPO_ROOT)} is not written yet")
-    assert check_node_module(module, path) == []
 
 
 def _differences_with_rcl(path: Path) -> list[str]:
@@ -262,37 +253,6 @@ def test_parameter_file_check_rejects_a_bad_file(tmp_path: Path, text: str, expe
     assert any(expected in p for p in problems), problems
 
 
-_NODE = '''
-class Tool(Node):
-    def __init__(self):
-        super().__init__("tool")
-        self.arm = self.declare_parameter("arm", "PSM1").value
-        self.rate = self.declare_parameter("rate", 100.0).value
-        self.topics = self.declare_parameter("topics", [], ParameterDescriptor(dynamic_typing=True)).value
-'''
-
-
-def test_node_module_check_accepts_a_matching_node(tmp_path: Path):
-    (tmp_path / "tool.py").write_text(_NODE)
-    (tmp_path / "tool.yaml").write_text(_TOOL_YAML)
-    assert check_node_module(tmp_path / "tool.py", tmp_path / "tool.yaml") == []
-
-
-@pytest.mark.parametrize(
-    ("yaml_text", "expected"),
-    [
-        (_TOOL_YAML.replace("100.0", "100"), "'rate' is declared double (100.0) but tool.yaml gives integer (100)"),
-        (_TOOL_YAML.replace("PSM1", "[PSM1]"), "'arm' is declared string ('PSM1') but tool.yaml gives string[]"),
-        (_TOOL_YAML + "    rtae: 1.0\n", "'rtae' is not named in tool.py: the node would ignore it"),
-    ],
-)
-def test_node_module_check_rejects_a_mismatch(tmp_path: Path, yaml_text: str, expected: str):
-    (tmp_path / "tool.py").write_text(_NODE)
-    (tmp_path / "tool.yaml").write_text(yaml_text)
-    problems = check_node_module(tmp_path / "tool.py", tmp_path / "tool.yaml")
-    assert any(expected in p for p in problems), problems
-
-
 # -- exit handlers and argument conventions ------------------------------------------------------------------------
 _HANDLED = '''
 from launch import LaunchDescription
@@ -301,7 +261,7 @@ from launch.conditions import IfCondition
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
-from dvrk_ident_ros.launch_support import canonical_arguments, exit_handler
+from dvrk_ident_ros.app.launch_support import canonical_arguments, exit_handler
 
 def generate_launch_description():
     arm = LaunchConfiguration("arm")
@@ -337,9 +297,9 @@ def test_handler_and_convention_checks_accept_a_good_file(tmp_path: Path):
         ("required=True", "required=False", "no exit_handler(..., required=True)"),
         ("        worker,\n", '        Node(package="dvrk_ident", executable="third"),\n        worker,\n',
          "a Node not bound to a name"),
-        ("from dvrk_ident_ros.launch_support import canonical_arguments, exit_handler",
-         "from dvrk_ident_ros.launch_support import canonical_arguments\nfrom elsewhere import exit_handler",
-         "does not import exit_handler from dvrk_ident_ros.launch_support"),
+        ("from dvrk_ident_ros.app.launch_support import canonical_arguments, exit_handler",
+         "from dvrk_ident_ros.app.launch_support import canonical_arguments\nfrom elsewhere import exit_handler",
+         "does not import exit_handler from dvrk_ident_ros.app.launch_support"),
     ],
 )
 def test_handler_check_rejects_a_bad_file(tmp_path: Path, old: str, new: str, expected: str):
@@ -388,7 +348,7 @@ _EVERY_NODE = {"collect": ["sim:=true"], "gravity_compensation": ["parameter_fil
 
 @pytest.mark.parametrize("path", LAUNCH_FILES, ids=lambda p: p.name)
 def test_dvrk_ident_launch_runs_the_plan_of_the_launch_file(path: Path):
-    from dvrk_ident_ros.launch_commands import declared_arguments, launch_plan
+    from dvrk_ident_ros.app.launch_commands import declared_arguments, launch_plan
 
     name = path.name.removesuffix(".launch.py")
     nodes = launch_plan(name, _EVERY_NODE.get(name, []))
@@ -407,7 +367,7 @@ def _literal_name(call: ast.Call) -> str:
 
 
 def test_collect_plan_follows_the_arguments(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    from dvrk_ident_ros.launch_commands import launch_plan
+    from dvrk_ident_ros.app.launch_commands import launch_plan
 
     nodes = launch_plan("collect", ["arm:=mtml", "sim:=True", "autostart:=0"])
     by_node = {n.node: n for n in nodes}
@@ -444,8 +404,8 @@ def test_collect_plan_follows_the_arguments(tmp_path: Path, monkeypatch: pytest.
     ],
 )
 def test_dvrk_ident_launch_refuses_bad_arguments_before_any_node_starts(file: str, given: list[str], expected: str):
+    from dvrk_ident_ros.app.launch_commands import launch_plan
     from dvrk_ident_ros.errors import DvrkIdentError
-    from dvrk_ident_ros.launch_commands import launch_plan
 
     with pytest.raises(DvrkIdentError) as info:
         launch_plan(file, given)

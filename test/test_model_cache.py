@@ -43,7 +43,7 @@ def test_corrupt_cache_entry_is_rebuilt(tmp_path):
 
 def test_model_info_command(tmp_path):
     env = {"DVRK_IDENT_CACHE": str(tmp_path), "PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO_ROOT)}
-    cmd = [sys.executable, "-m", "dvrk_ident_ros.cli", "model", "info", "--arm", "mtm", "--json"]
+    cmd = [sys.executable, "-m", "dvrk_ident_ros.app.cli", "model", "info", "--arm", "mtm", "--json"]
     cold = json.loads(subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout)
     warm = json.loads(subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout)
     assert (cold["cache_used"], warm["cache_used"]) == (False, True)

@@ -20,12 +20,12 @@ import pytest
 from helpers.processes import output_of, running
 from helpers.ros_probe import Probe
 
+from dvrk_ident_ros.player_phase import PlayerPhase
+
 ARM = "PSM1"
 PSM_NAMES = ["yaw", "pitch", "insertion", "roll", "wrist_pitch", "wrist_yaw"]
 # action_msgs/GoalStatus
 STATUS_SUCCEEDED, STATUS_CANCELED, STATUS_ABORTED = 4, 5, 6
-# PlayerStatus.PHASE_*
-PHASE_RAMP_IN, PHASE_PLAYING, PHASE_DONE, PHASE_ABORTED = 1, 2, 7, 8
 
 
 def _trajectory(path, periods: int = 1, amplitude: float = 0.03, yaw_center: float | None = None) -> str:
@@ -250,7 +250,7 @@ def test_player_plays_a_trajectory_to_the_end(ros_env, rclpy_context, tmp_path):
         start = time.monotonic()
         status, result = bench.play(path, feedback=feedback)
         elapsed = time.monotonic() - start
-        bench.probe.spin_until(lambda: bench.status and bench.status[-1][1].phase == PHASE_DONE, 5.0)
+        bench.probe.spin_until(lambda: bench.status and bench.status[-1][1].phase == PlayerPhase.DONE, 5.0)
         bench.probe.spin_for(0.3)
         sent_after = len(bench.servo_jp)
         bench.probe.spin_for(0.3)
@@ -277,9 +277,9 @@ def test_player_plays_a_trajectory_to_the_end(ros_env, rclpy_context, tmp_path):
     assert feedback, "no feedback"
     progress = [f.progress for f in feedback]
     assert all(0.0 <= p <= 1.0 for p in progress) and progress == sorted(progress)
-    assert {PHASE_RAMP_IN, PHASE_PLAYING} <= {f.phase for f in feedback}
+    assert {PlayerPhase.RAMP_IN, PlayerPhase.PLAYING} <= {f.phase for f in feedback}
     assert all(len(f.tracking_error) == 7 for f in feedback)
-    assert bench.status[-1][1].phase == PHASE_DONE and bench.status[-1][1].trajectory_file == path
+    assert bench.status[-1][1].phase == PlayerPhase.DONE and bench.status[-1][1].trajectory_file == path
     last = bench.servo_jp[-1][1]
     assert len(last.position) == 6 and list(last.name) == PSM_NAMES
     assert np.max(np.abs(final - np.array(last.position))) < 0.02  # the arm at the trajectory's end
@@ -349,7 +349,7 @@ def test_player_cancel_mid_way(ros_env, rclpy_context, tmp_path):
             result_future = handle.get_result_async()
 
             def playing_or_done(done=result_future.done) -> bool:
-                return done() or any(f.phase == PHASE_PLAYING for f in feedback)
+                return done() or any(f.phase == PlayerPhase.PLAYING for f in feedback)
 
             bench.probe.spin_until(playing_or_done, 20.0)
             if not result_future.done() or "no recent" not in result_future.result().result.message \
@@ -369,7 +369,7 @@ def test_player_cancel_mid_way(ros_env, rclpy_context, tmp_path):
     assert len(cancel.result().goals_canceling) == 1
     assert (status, result.outcome) == (STATUS_CANCELED, PlayTrajectory.Result.OUTCOME_CANCELED), result.message
     assert result.commands_sent > 0 and result.duration < 6.0
-    assert bench.status[-1][1].phase == PHASE_ABORTED
+    assert bench.status[-1][1].phase == PlayerPhase.ABORTED
 
 
 def _wall_sim(*params: str, arm: str = ARM) -> list[str]:
@@ -406,7 +406,7 @@ def test_wall_clock_stream_holds_the_trajectory_through_stalls(ros_env, rclpy_co
     with running(_wall_sim(), ros_env) as sim:
         assert bench.probe.spin_until(lambda: len(bench.measured) > 10, 40.0, sim), output_of(sim)
         with running(player_cmd, ros_env) as player:
-            assert bench.probe.spin_until(lambda: any(m.phase == PHASE_PLAYING for _, m in bench.status), 40.0,
+            assert bench.probe.spin_until(lambda: any(m.phase == PlayerPhase.PLAYING for _, m in bench.status), 40.0,
                                           player), output_of(player)
             bench.probe.spin_for(0.5)
             _stop_for(player, 0.3)
@@ -612,7 +612,7 @@ def test_move_completion_from_the_arms_events():
 
 
 def test_grid_pose_reached_when_the_arm_says_so():
-    from dvrk_ident_ros.excitation.playback import MOVING, SETTLING, GridPlayback
+    from dvrk_ident_ros.excitation.playback import GridPlayback
     from dvrk_ident_ros.model.arm_model import load_model
     from dvrk_ident_ros.safety import CommandChecker
 
@@ -623,13 +623,14 @@ def test_grid_pose_reached_when_the_arm_says_so():
     plan = GridPlayback(grid, CommandChecker(model, "MTML", section="hardware"), tolerance=0.02)
     plan.start(0.0, far)
     assert plan.step(0.0, far).move_goal is not None
-    assert plan.step(0.1, far, reached=False).phase == MOVING
-    assert plan.step(0.2, far, reached=True).phase == SETTLING  # the arm's word (it may have clipped the goal)
+    assert plan.step(0.1, far, reached=False).phase == PlayerPhase.MOVING
+    # the arm's word (it may have clipped the goal)
+    assert plan.step(0.2, far, reached=True).phase == PlayerPhase.SETTLING
     plan = GridPlayback(grid, CommandChecker(model, "MTML", section="hardware"), tolerance=0.02)
     plan.start(0.0, far)
     plan.step(0.0, far)
-    assert plan.step(0.1, far).phase == MOVING  # no word from the arm: the tolerance decides
-    assert plan.step(0.2, np.array([0, 0, 0, 0, 0, 0.095, 0])).phase == SETTLING
+    assert plan.step(0.1, far).phase == PlayerPhase.MOVING  # no word from the arm: the tolerance decides
+    assert plan.step(0.2, np.array([0, 0, 0, 0, 0, 0.095, 0])).phase == PlayerPhase.SETTLING
 
 
 # -- the arm not ready: nothing reaches it ---------------------------------------------------------
@@ -747,7 +748,7 @@ def test_player_stops_at_once_on_a_fault_or_a_homing_mid_run(ros_env, rclpy_cont
             assert handle is not None
             result_future = handle.get_result_async()
             assert bench.probe.spin_until(
-                lambda f=feedback, r=result_future: r.done() or any(x.phase == PHASE_PLAYING for x in f), 20.0)
+                lambda f=feedback, r=result_future: r.done() or any(x.phase == PlayerPhase.PLAYING for x in f), 20.0)
             assert not result_future.done(), result_future.result().result.message
             if disturb == "fault":
                 bench.inject_fault(sim)
@@ -762,7 +763,7 @@ def test_player_stops_at_once_on_a_fault_or_a_homing_mid_run(ros_env, rclpy_cont
             sent = len(bench.servo_jp)
             bench.probe.spin_for(0.3)
             assert len(bench.servo_jp) == sent, "the player kept streaming"
-            assert bench.status[-1][1].phase == PHASE_ABORTED
+            assert bench.status[-1][1].phase == PlayerPhase.ABORTED
             outcomes.append((result_future.result().status, result_future.result().result, words,
                              last - disturbed_at))
             # the console clears the fault (or lets the homing end) and homes the arm for the next run

@@ -15,6 +15,7 @@ from dvrk_ident_ros.data.bags import load_bag, read_joint_states
 from dvrk_ident_ros.data.interfaces import JOINT_STATE, OPERATING_STATE, PLAYER_STATUS, typestore
 from dvrk_ident_ros.data.recording import BAG_VERSION, BagWriter, GapCounter, detect_ros_distro
 from dvrk_ident_ros.errors import DataError
+from dvrk_ident_ros.player_phase import PlayerPhase
 
 MEASURED, JAW, STATUS = "/PSM1/measured_js", "/PSM1/jaw/measured_js", "/dvrk_ident/PSM1/player_status"
 TOPICS = {MEASURED: JOINT_STATE, JAW: JOINT_STATE, STATUS: PLAYER_STATUS}
@@ -33,7 +34,7 @@ def _joint_state(k: int, joints: int, valid: bool = True) -> bytes:
     return bytes(store.serialize_cdr(msg, JOINT_STATE))
 
 
-def _player_status(phase: int) -> bytes:
+def _player_status(phase: PlayerPhase) -> bytes:
     store = typestore()
     Header, Time = store.types["std_msgs/msg/Header"], store.types["builtin_interfaces/msg/Time"]
     msg = store.types[PLAYER_STATUS](header=Header(stamp=Time(sec=0, nanosec=0), frame_id=""), arm="PSM1",
@@ -46,7 +47,7 @@ def test_writer_streams_a_bag_that_reads_back(tmp_path):
     from rosbags.rosbag2 import Reader
 
     with BagWriter(tmp_path / "bag", TOPICS, main_topic=MEASURED) as bag:
-        bag.write(STATUS, _player_status(2), T0)
+        bag.write(STATUS, _player_status(PlayerPhase.PLAYING), T0)
         for k in range(300):
             bag.write(MEASURED, _joint_state(k, 6), T0 + k * 10**6)
             bag.write(JAW, _joint_state(k, 1), T0 + k * 10**6 + 1000)
@@ -61,7 +62,7 @@ def test_writer_streams_a_bag_that_reads_back(tmp_path):
         stamps = [stamp for c, stamp, _ in reader.messages() if c.topic == MEASURED]
         status = [typestore().deserialize_cdr(raw, c.msgtype) for c, _, raw in reader.messages() if c.topic == STATUS]
     assert stamps == [T0 + k * 10**6 for k in range(300)]
-    assert (status[0].arm, status[0].phase, status[0].progress) == ("PSM1", 2, 0.5)
+    assert (status[0].arm, status[0].phase, status[0].progress) == ("PSM1", PlayerPhase.PLAYING, 0.5)
     t, q, qd, tau, names = read_joint_states(tmp_path / "bag", MEASURED)
     assert np.allclose(t, 1000 + np.arange(300) * 1e-3) and names == [f"j{i}" for i in range(6)]
     assert np.allclose(q[:, 0], np.arange(300)) and np.allclose(qd, 0.5) and np.allclose(tau[:, 0], -np.arange(300))
@@ -219,7 +220,7 @@ def test_metadata_names_the_distro_and_the_offered_qos(tmp_path):
         with BagWriter(path, TOPICS, main_topic=MEASURED, ros_distro=distro,
                        offered_qos=lambda topic: offered[topic]) as bag:
             bag.write(MEASURED, _joint_state(0, 6), T0)
-            bag.write(STATUS, _player_status(2), T0 + 1)
+            bag.write(STATUS, _player_status(PlayerPhase.PLAYING), T0 + 1)
         info = yaml.safe_load((path / "metadata.yaml").read_text())["rosbag2_bagfile_information"]
         assert (info["version"], info["ros_distro"]) == (version, distro)
         topics = {t["topic_metadata"]["name"]: t["topic_metadata"] for t in info["topics_with_message_count"]}
@@ -277,29 +278,22 @@ def test_the_ros_distribution_is_read_not_assumed(tmp_path, monkeypatch):
 
 def test_recording_outcomes_follow_the_arms_player():
     """Complete, failed, incomplete, empty or recorded (no player), from the phases of the arm's own player."""
-    from dvrk_ident_ros.data.recording import PHASES, PlayerRuns, recording_outcome
-    from dvrk_ident_ros.model.description import config_directory
-
-    constants = {line.split("=")[0].split()[-1]: int(line.split("=")[1].split()[0])
-                 for line in (config_directory().parent / "msg" / "PlayerStatus.msg").read_text().splitlines()
-                 if line.startswith("uint8 PHASE_")}
-    assert {f"PHASE_{name}": k for k, name in enumerate(PHASES)} == constants
+    from dvrk_ident_ros.data.recording import PlayerRuns, recording_outcome
 
     def outcome(phases, expect_player=True):
         runs = PlayerRuns()
         for phase in phases:
-            runs.add(constants[f"PHASE_{phase}"])
+            runs.add(PlayerPhase[phase])
         return recording_outcome(runs, expect_player, "PSM1")
 
-    complete = outcome(["IDLE", "RAMP_IN", "PLAYING", "PLAYING", "RAMP_OUT", "DONE"])
+    complete = outcome(["IDLE", "RAMP_IN", "PLAYING", "PLAYING", "DONE"])
     assert (complete.kind, complete.suffix, complete.keep) == ("complete", "", True)
     assert complete.reason == "the PSM1 player completed 1 run(s)"
-    assert outcome(["PLAYING", "RAMP_OUT"]).kind == "complete"  # excitation played to the end; DONE not received
     assert outcome(["MOVING", "SETTLING", "SAMPLING", "MOVING", "DONE"]).kind == "complete"  # a pose grid
     aborted = outcome(["RAMP_IN", "PLAYING", "ABORTED"])
     assert (aborted.kind, aborted.suffix, aborted.keep) == ("failed", "-FAILED", True)
     assert "the PSM1 player aborted" in aborted.reason
-    retried = outcome(["PLAYING", "ABORTED", "RAMP_IN", "PLAYING", "RAMP_OUT", "DONE"])  # action goals
+    retried = outcome(["PLAYING", "ABORTED", "RAMP_IN", "PLAYING", "DONE"])  # action goals
     assert retried.kind == "complete" and retried.reason.endswith("; 1 run(s) aborted")
     stopped = outcome(["RAMP_IN", "PLAYING", "PLAYING"])
     assert (stopped.kind, stopped.suffix) == ("incomplete", "-INCOMPLETE") and "last phase PLAYING" in stopped.reason
@@ -388,7 +382,7 @@ def test_node_records_every_message_and_finalises_on_sigint(ros_env, rclpy_conte
             time.sleep(1e-3)
         arm_state.publish(crtk.OperatingState(state="ENABLED", is_homed=True, is_busy=False))
         time.sleep(0.1)
-        player.publish(PlayerStatus(arm="PSM1", trajectory_file="traj.csv", phase=PlayerStatus.PHASE_PLAYING))
+        player.publish(PlayerStatus(arm="PSM1", trajectory_file="traj.csv", phase=PlayerPhase.PLAYING))
         time.sleep(0.1)  # as the player does: its PLAYING status, then the motion (another topic: no ordering)
         msg = JointState(name=[f"j{i}" for i in range(6)], velocity=[0.0] * 6, effort=[0.0] * 6)
         jaw_msg = JointState(name=["jaw"], velocity=[0.0], effort=[0.0])
@@ -401,7 +395,7 @@ def test_node_records_every_message_and_finalises_on_sigint(ros_env, rclpy_conte
             jaw.publish(jaw_msg)
             time.sleep(max(0.0, start + (k + 1) * 1e-3 - time.monotonic()))
         time.sleep(0.1)
-        player.publish(PlayerStatus(arm="PSM1", trajectory_file="traj.csv", phase=PlayerStatus.PHASE_DONE))
+        player.publish(PlayerStatus(arm="PSM1", trajectory_file="traj.csv", phase=PlayerPhase.DONE))
         assert measured.wait_for_all_acked(Duration(seconds=5))
         deadline = time.monotonic() + 8.0
         while time.monotonic() < deadline and proc.poll() is None:
@@ -432,7 +426,7 @@ def test_node_records_every_message_and_finalises_on_sigint(ros_env, rclpy_conte
                   for c, _, raw in reader.messages() if c.topic == STATUS]
         states = [typestore().deserialize_cdr(raw, c.msgtype).state
                   for c, _, raw in reader.messages() if c.topic == "/PSM1/operating_state"]
-    assert phases == [PlayerStatus.PHASE_PLAYING, PlayerStatus.PHASE_DONE]
+    assert phases == [PlayerPhase.PLAYING, PlayerPhase.DONE]
     assert states == ["DISABLED", "ENABLED"]
     assert "bag complete: the PSM1 player completed 1 run(s)" in out, out
     info = yaml.safe_load((bag_path / "metadata.yaml").read_text())["rosbag2_bagfile_information"]
@@ -586,10 +580,11 @@ def test_node_removes_a_bag_without_its_player_and_names_a_failed_one(ros_env, r
                           and all(p.get_subscription_count() > 0 for p in states.values()), 20.0), \
             f"recorders not ready ({sorted(last)})"
         publish_states(0, 50)
-        player.publish(PlayerStatus(arm="PSM1", trajectory_file="traj.csv", phase=PlayerStatus.PHASE_PLAYING))
+        player.publish(PlayerStatus(arm="PSM1", trajectory_file="traj.csv", phase=PlayerPhase.PLAYING))
         time.sleep(0.05)
         publish_states(50, 50)
-        player.publish(PlayerStatus(arm="PSM1", trajectory_file="traj.csv", phase=PlayerStatus.PHASE_ABORTED))
+        player.publish(PlayerStatus(arm="PSM1", trajectory_file="traj.csv", phase=PlayerPhase.ABORTED))
+        time.sleep(0.05)  # as after PLAYING: the window ends when the status arrives, not when it was sent
         publish_states(100, 20)
         # on a loaded machine the recorders may take a while: stop them once both wrote every sample
         assert spin_until(lambda: written("MTML") == 120 and written("PSM1") == 120, 30.0), \

@@ -22,14 +22,14 @@ pytestmark = [pytest.mark.ros, pytest.mark.slow]
 
 @pytest.fixture
 def nodes_env(ros_env):
-    from dvrk_ident_ros.launcher import ros_environment
+    from dvrk_ident_ros.app.launcher import ros_environment
 
     env = ros_environment(int(ros_env["ROS_DOMAIN_ID"]))
     return env
 
 
 def _collect(arm, trajectory, bag, logs, env, player):
-    from dvrk_ident_ros.launcher import NodeProcess
+    from dvrk_ident_ros.app.launcher import NodeProcess
 
     with NodeProcess("simulated_arm", {"arm": arm, "publish_clock": True, "real_time_factor": 1.0,
                                        "publish_rate": 100.0}, log_dir=logs, env=env, name="sim"), \
@@ -46,8 +46,8 @@ def _collect(arm, trajectory, bag, logs, env, player):
 
 
 def test_psm_collect_and_identify(nodes_env, tmp_path: Path):
+    from dvrk_ident_ros.app.launcher import NodeProcess
     from dvrk_ident_ros.data.loaders import load_dataset
-    from dvrk_ident_ros.launcher import NodeProcess
     from dvrk_ident_ros.model.arm_model import load_model
     from dvrk_ident_ros.model.description import config_directory
     from dvrk_ident_ros.nodes.clients import ArmClient
@@ -93,7 +93,7 @@ def test_mtm_pose_grid_recording(nodes_env, tmp_path: Path):
 
 
 def test_gravity_compensation_holds_the_simulated_mtm(nodes_env, tmp_path: Path):
-    from dvrk_ident_ros.launcher import NodeProcess, wait_for
+    from dvrk_ident_ros.app.launcher import NodeProcess, wait_for
     from dvrk_ident_ros.nodes.clients import ArmClient
     from dvrk_ident_ros.sim.arm import SimulatedArm
     from dvrk_ident_ros.sim.config import load_sim_config

@@ -14,9 +14,9 @@ What is not data:
   homed (busy homing is not homed; busy while homed is the arm's own move:
   data), or before the first state. Skipped and counted.
 - in a bag recorded with the project's player, which also holds its
-  ``dvrk_ident/msg/PlayerStatus``: a sample outside PHASE_PLAYING (the
-  excitation trajectory, rest to rest); the ramp from wherever the arm was,
-  the wait before it and the ramp out are not data.
+  ``dvrk_ident/msg/PlayerStatus``: a sample outside PlayerPhase.PLAYING (the
+  excitation trajectory, rest to rest); the ramp from wherever the arm was
+  and the wait before it are not data.
 The counts are in the dataset's ``source``.
 
 Only the status of the player of the bag's own arm cuts it (:func:`read_player_status`): its
@@ -37,12 +37,12 @@ from dvrk_ident_ros.data.dataset import Dataset
 from dvrk_ident_ros.data.interfaces import (
     JOINT_STATE,
     OPERATING_STATE,
-    PHASE_PLAYING,
     PLAYER_STATUS,
     bag_typestore,
     stamp_seconds,
 )
 from dvrk_ident_ros.errors import DataError, DvrkIdentError
+from dvrk_ident_ros.player_phase import PlayerPhase
 
 #: The players' status topic before it was per arm (every player on it; the message's ``arm`` says whose).
 LEGACY_PLAYER_STATUS_TOPIC = "/dvrk_ident/player_status"
@@ -277,7 +277,7 @@ def read_player_status(path: Path, arm: str) -> tuple[str, list[tuple[int, objec
 
 def playing_windows(path: Path, arm: str | None = None) -> list[tuple[float, float]]:
     """(start, end) log times (s) of each stretch the player of ``arm`` (None: the bag's arm, from its
-    ``/<ARM>/measured_js``) reported PHASE_PLAYING; [] without its status (:func:`read_player_status`).
+    ``/<ARM>/measured_js``) reported PLAYING; [] without its status (:func:`read_player_status`).
 
     A window runs from its first PLAYING status to the first status after it in another phase. Log times
     (when the recorder received each message) put the player's status and the arm's state on one clock,
@@ -287,9 +287,9 @@ def playing_windows(path: Path, arm: str | None = None) -> list[tuple[float, flo
     windows, start = [], None
     for stamp, msg in statuses:
         t, phase = stamp * 1e-9, int(msg.phase)
-        if phase == PHASE_PLAYING and start is None:
+        if phase == PlayerPhase.PLAYING and start is None:
             start = t
-        elif phase != PHASE_PLAYING and start is not None:
+        elif phase != PlayerPhase.PLAYING and start is not None:
             windows.append((start, t))
             start = None
     if start is not None:  # recording stopped while playing

@@ -19,8 +19,6 @@ from dvrk_ident_ros.errors import EnvironmentSetupError
 PLAYER_STATUS = "dvrk_ident/msg/PlayerStatus"
 JOINT_STATE = "sensor_msgs/msg/JointState"
 OPERATING_STATE = "crtk_msgs/msg/OperatingState"
-PHASE_PLAYING = 2  # PlayerStatus.PHASE_PLAYING: a Fourier trajectory streaming
-PHASE_SAMPLING = 5  # PlayerStatus.PHASE_SAMPLING: a pose-grid sampling window
 
 
 def stamp_seconds(stamp) -> float:

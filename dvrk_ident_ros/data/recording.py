@@ -37,6 +37,7 @@ from pathlib import Path
 
 from dvrk_ident_ros.data.interfaces import cdr_stamp_is_zero
 from dvrk_ident_ros.errors import DataError
+from dvrk_ident_ros.player_phase import DATA_PHASES, PlayerPhase, phase_name
 
 #: rosbag2 metadata version: what Jazzy and Kilted write (rosbags writes 8 or 9).
 BAG_VERSION = 9
@@ -127,17 +128,6 @@ class OfferedQos:
                    QosTime(*self.liveliness_lease_duration), bool(self.avoid_ros_namespace_conventions))
 
 
-#: PlayerStatus phases (msg/PlayerStatus.msg), by value.
-PHASES = ("IDLE", "RAMP_IN", "PLAYING", "MOVING", "SETTLING", "SAMPLING", "RAMP_OUT", "DONE", "ABORTED")
-_PLAYING, _SAMPLING, _RAMP_OUT, _DONE, _ABORTED = 2, 5, 6, 7, 8
-
-
-def phase_name(phase: int | None) -> str:
-    if phase is None:
-        return "none"
-    return PHASES[phase] if 0 <= phase < len(PHASES) else str(phase)
-
-
 class PlayerRuns:
     """The runs of the trajectory player of the recorder's own arm, from its PlayerStatus phases in order:
     whether it ever played (a PLAYING or SAMPLING status: data) and how its runs ended."""
@@ -146,8 +136,7 @@ class PlayerRuns:
         self.statuses = 0
         self.played = False
         self.completed = 0  # runs that played and ended DONE
-        self.aborted = 0  # runs that played and ended ABORTED
-        self.refused = 0  # runs that ended ABORTED before playing (nothing sent: a bad file, the arm not ready)
+        self.aborted = 0  # runs that played and ended ABORTED (one that ends ABORTED before playing was refused)
         self.last_phase: int | None = None
         self._in_run = False  # a run played since the last DONE/ABORTED
 
@@ -155,23 +144,14 @@ class PlayerRuns:
         phase = int(phase)
         self.statuses += 1
         self.last_phase = phase
-        if phase in (_PLAYING, _SAMPLING):
+        if phase in DATA_PHASES:
             self.played = self._in_run = True
-        elif phase == _DONE:
+        elif phase == PlayerPhase.DONE:
             self.completed += self._in_run
             self._in_run = False
-        elif phase == _ABORTED:
-            if self._in_run:
-                self.aborted += 1
-            else:
-                self.refused += 1
+        elif phase == PlayerPhase.ABORTED:
+            self.aborted += self._in_run
             self._in_run = False
-
-    @property
-    def finished(self) -> int:
-        """Runs whose excitation played to its end: those that ended DONE, and a run under way that is
-        ramping out (the data is whole; only the player's last status may not have arrived)."""
-        return self.completed + (self._in_run and self.last_phase == _RAMP_OUT)
 
     @property
     def running(self) -> bool:
@@ -197,7 +177,7 @@ class Outcome:
 def recording_outcome(runs: PlayerRuns, expect_player: bool, arm: str) -> Outcome:
     """The outcome of a recording from its own arm's player's runs.
 
-    - a run that played and ended DONE (or ramped out after its excitation): complete;
+    - a run that played and ended DONE: complete;
     - played, and every run that played aborted: failed (``-FAILED``);
     - played, stopped while a run was still under way (the recorder or the player stopped): incomplete
       (``-INCOMPLETE``);
@@ -206,8 +186,8 @@ def recording_outcome(runs: PlayerRuns, expect_player: bool, arm: str) -> Outcom
     - never played without ``expect_player`` (the recorder alone, e.g. teleoperation): recorded, kept as is.
     """
     note = f"; {runs.aborted} run(s) aborted" if runs.aborted else ""
-    if runs.finished:
-        return Outcome("complete", f"the {arm} player completed {runs.finished} run(s){note}")
+    if runs.completed:
+        return Outcome("complete", f"the {arm} player completed {runs.completed} run(s){note}")
     if runs.played and not runs.running:
         return Outcome("failed", f"the {arm} player aborted: {runs.aborted} run(s) stopped before the end, "
                                  "none completed", FAILED_SUFFIX)

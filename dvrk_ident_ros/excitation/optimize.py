@@ -28,18 +28,19 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.optimize
 from scipy.special import logsumexp, softmax
+from tqdm import tqdm
 
 from dvrk_ident_ros.errors import SolverError
-from dvrk_ident_ros.excitation.constraints import (
+from dvrk_ident_ros.excitation.fourier import FourierTrajectory
+from dvrk_ident_ros.excitation.workers import TaskRunner, available_cpus
+from dvrk_ident_ros.model.arm_model import ArmModel, load_model
+from dvrk_ident_ros.model.description import ArmDescription
+from dvrk_ident_ros.model.limits import (
     CartesianBox,
     CoordinateLimit,
     Margin,
     check_margins,
 )
-from dvrk_ident_ros.excitation.fourier import FourierTrajectory
-from dvrk_ident_ros.excitation.workers import TaskRunner, available_cpus
-from dvrk_ident_ros.model.arm_model import ArmModel, load_model
-from dvrk_ident_ros.model.description import ArmDescription
 
 CHECK_RATE = 1000.0  # Hz: the dense verification of every limit
 SOFTNESS = 8.0  # p of the soft maximum / minimum of the Gram eigenvalues
@@ -434,20 +435,20 @@ def _polish(x0: np.ndarray, iterations: int) -> tuple[np.ndarray, float, int]:
 
 
 class _Progress:
-    """A one-line progress bar on stderr for a stage of independent runs."""
+    """A one-line progress bar on stderr (tqdm) for a stage of independent runs: runs finished of all, and the
+    best condition number so far; the line stays when the stage is over."""
 
     def __init__(self, stage: str, total: int, enabled: bool):
-        self.stage, self.total, self.enabled = stage, total, enabled
-        self.finished, self.best = 0, np.inf
+        self.best = np.inf
+        self._bar = tqdm(total=total, desc=stage, disable=not enabled, file=sys.stderr, ascii=".#",
+                         bar_format="  {desc:13s} [{bar:20}] {n_fmt}/{total_fmt}{postfix}  [{elapsed}<{remaining}]")
 
     def __call__(self, _index: int, result: tuple[np.ndarray, float, int]) -> None:
-        self.finished += 1
         self.best = min(self.best, result[1])
-        if self.enabled:
-            filled = round(20 * self.finished / self.total)
-            print(f"\r  {self.stage:13s} [{'#' * filled}{'.' * (20 - filled)}] {self.finished}/{self.total}"
-                  f"  best condition number {self.best:9.1f}", end="\n" if self.finished == self.total else "",
-                  file=sys.stderr, flush=True)
+        self._bar.set_postfix_str(f"best condition number {self.best:9.1f}", refresh=False)
+        self._bar.update()
+        if self._bar.n >= (self._bar.total or 0):
+            self._bar.close()
 
 
 def optimise(model: ArmModel, limits: list[CoordinateLimit], boxes: list[CartesianBox], *, harmonics: int = 6,

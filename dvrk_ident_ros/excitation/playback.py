@@ -26,16 +26,15 @@ import numpy as np
 from dvrk_ident_ros.errors import DataError, SafetyError
 from dvrk_ident_ros.excitation.fourier import FourierTrajectory, quintic
 from dvrk_ident_ros.model.arm_model import ArmModel
+from dvrk_ident_ros.player_phase import PlayerPhase
 from dvrk_ident_ros.safety import CommandChecker
 
-# PlayerStatus.PHASE_* values
-IDLE, RAMP_IN, PLAYING, MOVING, SETTLING, SAMPLING, RAMP_OUT, DONE, ABORTED = range(9)
 VERIFY_RATE = 1000.0  # Hz: plans are checked against the limits this densely before they start
 
 
 @dataclass
 class Setpoint:
-    phase: int
+    phase: PlayerPhase
     progress: float
     position: np.ndarray | None = None  # servo_jp (streamed)
     velocity: np.ndarray | None = None
@@ -92,16 +91,18 @@ class FourierPlayback:
         total = ramp + self.duration
         if elapsed < ramp:
             q, qd, _ = quintic(q_from, q_to, ramp, np.array([elapsed]))
-            return Setpoint(RAMP_IN, elapsed / total, self.checker.position(q[0], "ramp-in setpoint"), qd[0])
+            return Setpoint(PlayerPhase.RAMP_IN, elapsed / total, self.checker.position(q[0], "ramp-in setpoint"),
+                            qd[0])
         if elapsed < total:
             tt = (elapsed - ramp) * self.scale
             q, qd, _ = self.trajectory.evaluate(np.array([tt]))
             q_d = self.model.dvrk_from_motor(q[0])
-            return Setpoint(PLAYING, elapsed / total, self.checker.position(q_d, f"setpoint at t = {tt:.3f} s"),
+            return Setpoint(PlayerPhase.PLAYING, elapsed / total,
+                            self.checker.position(q_d, f"setpoint at t = {tt:.3f} s"),
                             self.model.dvrk_from_motor(qd[0]) * self.scale)
         q, _, _ = self.trajectory.evaluate(np.array([self.duration * self.scale]))
-        return Setpoint(DONE, 1.0, self.checker.position(self.model.dvrk_from_motor(q[0]), "final setpoint"),
-                        np.zeros(self.model.dof))
+        final = self.checker.position(self.model.dvrk_from_motor(q[0]), "final setpoint")
+        return Setpoint(PlayerPhase.DONE, 1.0, final, np.zeros(self.model.dof))
 
 
 @dataclass
@@ -156,7 +157,7 @@ class GridPlayback:
             raise DataError("the pose grid has no pose inside the arm's limits"
                             + (f" (first: {self.skipped[0]})" if self.skipped else ""))
         self._i = -1
-        self._phase = IDLE
+        self._phase = PlayerPhase.IDLE
         self._since = 0.0
         self._samples = 0
         self._move_allowance = 0.0
@@ -189,12 +190,12 @@ class GridPlayback:
 
     def start(self, t: float, q_now: np.ndarray) -> float:
         self.checker.position(q_now, "current pose")
-        self._i, self._phase, self._since = -1, IDLE, t
+        self._i, self._phase, self._since = -1, PlayerPhase.IDLE, t
         return self.duration_estimate
 
     def on_sample(self) -> None:
         """One state sample arrived (counts toward the sampling window)."""
-        if self._phase == SAMPLING:
+        if self._phase == PlayerPhase.SAMPLING:
             self._samples += 1
 
     def step(self, t: float, q_measured: np.ndarray, reached: bool | None = None) -> Setpoint:
@@ -202,24 +203,25 @@ class GridPlayback:
         arm does not say (no crtk_msgs): then the pose counts as reached within ``tolerance``."""
         n = len(self.poses)
         goal = None
-        if self._phase in (IDLE, SAMPLING) and (self._phase == IDLE or self._samples >= self.samples_per_pose):
+        if self._phase == PlayerPhase.IDLE or (self._phase == PlayerPhase.SAMPLING
+                                               and self._samples >= self.samples_per_pose):
             self._i += 1
             if self._i >= n:
-                return Setpoint(DONE, 1.0, pose_index=self.poses[-1].index, pose_count=n)
-            self._phase, self._since = MOVING, t
+                return Setpoint(PlayerPhase.DONE, 1.0, pose_index=self.poses[-1].index, pose_count=n)
+            self._phase, self._since = PlayerPhase.MOVING, t
             goal = self.poses[self._i].q
             self._move_allowance = float(np.max(np.abs(goal - np.asarray(q_measured)))) / 0.2  # s: at 0.2 rad/s
         pose = self.poses[self._i]
-        if self._phase == MOVING:
+        if self._phase == PlayerPhase.MOVING:
             if reached is None:
                 reached = bool(np.max(np.abs(np.asarray(q_measured) - pose.q)) < self.tolerance)
             if reached and goal is None:
-                self._phase, self._since = SETTLING, t
+                self._phase, self._since = PlayerPhase.SETTLING, t
             elif t - self._since > self.move_timeout + self._move_allowance:
                 raise SafetyError(f"pose {pose.index} not reached within {self.move_timeout:g} s (error "
                                   f"{np.max(np.abs(np.asarray(q_measured) - pose.q)):.3f})")
-        if self._phase == SETTLING and t - self._since >= self.settle_time:
-            self._phase, self._since, self._samples = SAMPLING, t, 0
+        if self._phase == PlayerPhase.SETTLING and t - self._since >= self.settle_time:
+            self._phase, self._since, self._samples = PlayerPhase.SAMPLING, t, 0
         return Setpoint(self._phase, (self._i + 0.5) / n, move_goal=goal, pose_index=pose.index, pose_count=n,
                         direction=pose.direction)
 

@@ -5,7 +5,7 @@ The recorder logs ``/<ARM>/measured_js``, ``/<ARM>/setpoint_js``, the arm's
 pose index, direction) with the pose grid file it plays. Only the status of the
 player of the bag's own arm counts (:func:`~dvrk_ident_ros.data.bags.read_player_status`:
 its per-arm topic, or in older bags the global topic's messages for that arm).
-The samples received while that player reports PHASE_SAMPLING for a pose are that pose's samples;
+The samples received while that player reports SAMPLING for a pose are that pose's samples;
 they are averaged as the CUHK samples are (robust mean), and the pose's
 estimated joint and auxiliary value are read from the grid file.
 
@@ -30,10 +30,11 @@ from dvrk_ident_ros.data.bags import (
     skipped_summary,
     valid_joint_states,
 )
-from dvrk_ident_ros.data.interfaces import PHASE_SAMPLING, PLAYER_STATUS, stamp_seconds
+from dvrk_ident_ros.data.interfaces import PLAYER_STATUS, stamp_seconds
 from dvrk_ident_ros.errors import DataError
 from dvrk_ident_ros.excitation.files import load_grid
 from dvrk_ident_ros.gc.data import EFFORTS, PoseData, robust_mean
+from dvrk_ident_ros.player_phase import PlayerPhase
 
 
 def _player_status(path: Path, arm: str) -> list[tuple]:
@@ -86,7 +87,7 @@ def load_pose_bag(path: str | Path, std_filter: float = 0.3, grid_path: str | Pa
     offsets = np.cumsum([0] + [len(s["poses"]) for s in sweeps])
     windows: dict[int, list[tuple[float, float]]] = {}
     for (t0, phase, index, _, _, _), nxt in zip(status, [*status[1:], None], strict=True):
-        if phase == PHASE_SAMPLING:
+        if phase == PlayerPhase.SAMPLING:
             windows.setdefault(int(index), []).append((t0, nxt[0] if nxt is not None else np.inf))
     qs, taus, joints, dirs, auxs, sweep_ids = [], [], [], [], [], []
     dropped = 0

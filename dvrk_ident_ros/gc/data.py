@@ -13,7 +13,7 @@ and cable transients).
 Efforts: the CUHK files hold the commanded effort (``desired_effort``), which
 is what Lin 2019's MLSE fits; a rosbag2 recording is read the same way by
 default (``setpoint_js``), or with ``effort="measured"`` from ``measured_js``
-(:mod:`dvrk_ident_ros.gc.bags`).
+(:mod:`dvrk_ident_ros.gc.bags`); :func:`dvrk_ident_ros.gc.loaders.load_poses` reads any of them.
 """
 from __future__ import annotations
 
@@ -127,39 +127,3 @@ def load_cuhk(root: str | Path, std_filter: float = 0.3, trim: tuple[int, int] =
 
 #: Where a bag's efforts come from: the commanded effort (setpoint_js, the default) or the measured one.
 EFFORTS = ("setpoint", "measured")
-
-
-def load_poses(path: str | Path, effort: str = "setpoint", **kwargs) -> PoseData:
-    """CUHK directory, a rosbag2 recording of the player (directory with metadata.yaml),
-    or an .npz with arrays q, tau, joint, direction (auxiliary, sweep optional).
-
-    ``effort`` ("setpoint" or "measured") chooses a bag's effort topic; CUHK files hold only the
-    commanded effort (``desired_effort``), so "measured" is refused for them; an .npz's tau is taken
-    as it is."""
-    if effort not in EFFORTS:
-        raise DataError(f"effort {effort!r}: expected one of {', '.join(EFFORTS)}")
-    path = Path(path)
-    if path.is_dir() and (path / "metadata.yaml").is_file():
-        from dvrk_ident_ros.gc.bags import load_pose_bag
-
-        return load_pose_bag(path, effort=effort, **{k: v for k, v in kwargs.items() if k == "std_filter"})
-    if path.suffix == ".npz":
-        try:
-            with np.load(path) as z:
-                a = {k: z[k] for k in z.files}
-        except (OSError, ValueError) as exc:
-            raise DataError(f"{path}: cannot read as .npz: {exc}") from exc
-        for key in ("q", "tau", "joint", "direction"):
-            if key not in a:
-                raise DataError(f"{path}: missing array {key!r}")
-        n = len(a["q"])
-        ok = np.all(np.isfinite(a["q"]), axis=1) & np.all(np.isfinite(a["tau"]), axis=1)
-        data = PoseData(a["q"], a["tau"], a["joint"], a["direction"], a.get("auxiliary", np.zeros(n)),
-                        a.get("sweep", np.zeros(n, dtype=int)), str(path))
-        data = data.select(ok)
-        data.dropped = int(np.sum(~ok))
-        return data
-    if effort == "measured" and path.is_dir():
-        raise DataError(f"{path}: CUHK .mat files hold the commanded effort (desired_effort) only: "
-                        "the measured effort is for rosbag2 recordings")
-    return load_cuhk(path, **kwargs)

@@ -12,10 +12,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from dvrk_ident_ros.gc.supervisor import ACTIVE, FADING_OUT, RAMP_IN, STOPPED
+from dvrk_ident_ros.gc.supervisor import CompensationState
 
 OK, WARN, ERROR = 0, 1, 2  # diagnostic_msgs/DiagnosticStatus.OK, WARN, ERROR
-STATE_NAMES = {RAMP_IN: "ramp-in", ACTIVE: "active", FADING_OUT: "fading out", STOPPED: "stopped"}
+STATE_NAMES = {CompensationState.RAMP_IN: "ramp-in", CompensationState.ACTIVE: "active",
+               CompensationState.FADING_OUT: "fading out", CompensationState.STOPPED: "stopped"}
 
 
 @dataclass
@@ -24,7 +25,7 @@ class Health:
     message: str
 
 
-def compensation_health(arm: str, state: int, scale: float, *, stale_for: float | None = None,
+def compensation_health(arm: str, state: CompensationState, scale: float, *, stale_for: float | None = None,
                         handed_over: bool = False, final: bool = False, saturated: Sequence[str] = (),
                         idle_reason: str = "", idle_expected: bool = False) -> Health:
     """The level and message for the compensation of ``arm``.
@@ -34,7 +35,7 @@ def compensation_health(arm: str, state: int, scale: float, *, stale_for: float 
     node is exiting; ``saturated``: joints whose torque was clamped since the last report; ``idle_reason``:
     why the node does not command (while STOPPED without an outage); ``idle_expected``: that reason is a
     normal one (the arm not ready, teleoperation has it), not something the node waits for."""
-    if state == FADING_OUT:
+    if state == CompensationState.FADING_OUT:
         if final:
             return Health(WARN, f"{arm}: exiting: fading out (scale {scale:.2f}), then the dVRK's own "
                                 "compensation as found")
@@ -42,8 +43,8 @@ def compensation_health(arm: str, state: int, scale: float, *, stale_for: float 
             return Health(WARN, f"{arm}: no measured_js for {1e3 * stale_for:.0f} ms: fading out (scale "
                                 f"{scale:.2f})")
         return Health(WARN, f"{arm}: fading out (scale {scale:.2f})")
-    if state == RAMP_IN or state == ACTIVE:
-        what = f"compensating {arm}" + (f" (ramp-in, scale {scale:.2f})" if state == RAMP_IN else "")
+    if state in (CompensationState.RAMP_IN, CompensationState.ACTIVE):
+        what = f"compensating {arm}" + (f" (ramp-in, scale {scale:.2f})" if state == CompensationState.RAMP_IN else "")
         if saturated:
             return Health(WARN, f"{what}; torque clamped at its limit on {', '.join(saturated)}")
         return Health(OK, what)

@@ -1,4 +1,4 @@
-"""The gravity-compensation law (Lin 2019 eqs. 25-31, as the blend of reference/gc-json.md).
+"""The gravity-compensation law (Lin 2019 eqs. 25-31, as the blend the dVRK console computes).
 
     tau_pos = R(q) theta_pos,  tau_neg = R(q) theta_neg
     tau = clip(alpha tau_pos + (1 - alpha) tau_neg, lower, upper) * scale
@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 
+from dvrk_ident_ros.estimators import compensation_kind
 from dvrk_ident_ros.gc.params import GcParameters
 from dvrk_ident_ros.gc.regressor import gravity_torques
 
@@ -34,7 +35,10 @@ POLY_JOINTS = 6
 
 
 class CompensationLaw:
-    """Torques of a gc parameter set; after ``compute`` the diagnostics are in the attributes."""
+    """Torques of a gc parameter set; after ``compute`` the diagnostics are in the attributes
+    (a :class:`~dvrk_ident_ros.gc.compensation.Compensation`)."""
+
+    kind = compensation_kind("mlse")
 
     def __init__(self, params: GcParameters):
         self.params = params

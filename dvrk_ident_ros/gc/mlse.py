@@ -132,6 +132,10 @@ def fit_slse(data: PoseData, orders: dict[int, int] | None = None) -> GcFit:
     return GcFit(x[:N_GRAVITY], poly_pos, poly_neg, orders, "slse")
 
 
+#: The fit of each GRAVITY estimator of the registry (dvrk_ident_ros.estimators), by name.
+FITS = {"mlse": fit_mlse, "slse": fit_slse}
+
+
 def relative_errors(fit_or_thetas, data: PoseData, by_direction: bool = False) -> dict:
     """Relative RMS error per joint, on each joint's own sweeps (eq. 32), pooled or per direction."""
     if isinstance(fit_or_thetas, GcFit):

@@ -3,9 +3,9 @@
     tau^d = A^-T (g(q^m) + tau_known(q^m)),   q^m = A^-1 q^d
 
 g holds gravity and the springs of the model, tau_known the MTM's cable
-polynomial; friction is not compensated (the arm would run away). Same
-interface as :class:`~dvrk_ident_ros.gc.law.CompensationLaw`, so the node
-uses either.
+polynomial; friction is not compensated (the arm would run away). A
+:class:`~dvrk_ident_ros.gc.compensation.Compensation`, as the MLSE law
+(:class:`~dvrk_ident_ros.gc.law.CompensationLaw`) is, so the node uses either.
 """
 from __future__ import annotations
 
@@ -13,12 +13,16 @@ from pathlib import Path
 
 import numpy as np
 
+from dvrk_ident_ros.arms import ArmSpec
 from dvrk_ident_ros.errors import DataError
+from dvrk_ident_ros.estimators import compensation_kind
 from dvrk_ident_ros.model.arm_model import ArmModel
 from dvrk_ident_ros.model.compiled import load_compiled
 
 
 class ModelCompensation:
+    kind = compensation_kind("model")
+
     def __init__(self, model: ArmModel, delta: np.ndarray, torque_limit: np.ndarray, source: str = ""):
         self.model = model
         self.delta = np.asarray(delta, dtype=float)
@@ -58,13 +62,17 @@ class ModelCompensation:
         return self.total
 
 
-def load_model_compensation(path: Path, arm_family: str, torque_limit: np.ndarray) -> ModelCompensation:
+def load_model_compensation(path: Path, arm: ArmSpec, torque_limit: np.ndarray | None = None) -> ModelCompensation:
+    """The compensation of an identified parameter file of ``arm``'s family (one of its models), limited to
+    ``torque_limit`` (default: the arm registry's ``compensation_torque_limit``)."""
     from dvrk_ident_ros.identify.pipeline import model_for
     from dvrk_ident_ros.identify.results import IdentificationResult
 
     result = IdentificationResult.load(path)
-    if not result.arm.lower().startswith(arm_family):
-        raise DataError(f"{path}: parameters of a {result.arm}, not of an {arm_family.upper()}")
+    if result.arm.lower() not in arm.models:
+        raise DataError(f"{path}: parameters of a {result.arm}, not of an {arm.family}")
+    if torque_limit is None:
+        torque_limit = np.array(arm.compensation_torque_limit)
     if not result.standard:
         raise DataError(f"{path}: no standard parameters (identify with --method sdp for gravity compensation)")
     model = model_for(result)

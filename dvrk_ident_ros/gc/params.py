@@ -1,5 +1,5 @@
-"""gc JSON files (reference/gc-json.md): write version 2.0 exactly as the dVRK console
-reads it; read 2.0 and 1.0.
+"""gc JSON files (the dVRK console's ``gc-<ARM>-<serial>.json``; README.md, "Gravity compensation of the
+MTM"): write version 2.0 exactly as the console reads it; read 2.0 and 1.0.
 
 A version 1.0 controller has one ``beta_vel_amplitude`` vector (rad/s) instead of
 the dead band, saturation and ratio vectors: the two directions are blended with

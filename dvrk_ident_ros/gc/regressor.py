@@ -1,4 +1,5 @@
-"""The dVRK gravity-compensation model: tau = R(q) theta, R 7 x 40 (reference/gc-json.md).
+"""The dVRK gravity-compensation model: tau = R(q) theta, R 7 x 40 (Lin 2019 section III; the gc file's
+formulas are typed in once, in test/test_gc.py).
 
 Columns 1-10: the lumped gravity parameters of links 2-6 (distal links lumped
 into link 6), a function of the dVRK joint positions q (rad). They are not

@@ -1,7 +1,7 @@
 """When and how much to compensate: ramp-in, watchdog, fade-out, hand-over, and the dVRK's own compensation
 (ROS-free).
 
-States (GravityCompensationDiagnostics.STATE_*): RAMP_IN (scale rises
+States (:class:`CompensationState`, GravityCompensationDiagnostics.STATE_*): RAMP_IN (scale rises
 linearly to 1 over ``ramp_in_time`` of state time), ACTIVE, FADING_OUT (the
 state went stale, or the node is exiting: the last torques fade to zero over
 ``fade_out_time``), STOPPED (nothing is commanded; :meth:`stop` goes there at
@@ -31,11 +31,21 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
+from enum import IntEnum
 from typing import NamedTuple
 
 from dvrk_ident_ros.errors import DvrkIdentError
 
-RAMP_IN, ACTIVE, FADING_OUT, STOPPED = 0, 1, 2, 3
+
+class CompensationState(IntEnum):
+    """What the compensation does (``GravityCompensationDiagnostics.STATE_<name>``)."""
+
+    RAMP_IN = 0  # torques fading in after a start (or after a late sample, from the current scale)
+    ACTIVE = 1  # full compensation
+    FADING_OUT = 2  # stale state or exit: the last torques fading out
+    STOPPED = 3  # nothing is commanded
+
+
 #: s: the shortest wait the supervisor asks the watchdog for (a timer period must be positive)
 MIN_WAIT = 0.0005
 
@@ -69,7 +79,7 @@ class Tick(NamedTuple):
 class CompensationSupervisor:
     def __init__(self, settings: SupervisorSettings):
         self.settings = settings
-        self.state = STOPPED
+        self.state = CompensationState.STOPPED
         self.scale = 0.0
         self.period = 0.01  # s, nominal state period (estimated from the stamps)
         self.final = False  # fading out for good (exit): no sample ramps back in
@@ -119,18 +129,18 @@ class CompensationSupervisor:
         fade the scale keeps falling with time."""
         if self.final:
             return self._fade_to(arrival)
-        if self.state != RAMP_IN and self.state != ACTIVE:
-            self.state = RAMP_IN
+        if self.state != CompensationState.RAMP_IN and self.state != CompensationState.ACTIVE:
+            self.state = CompensationState.RAMP_IN
             ramp = self.settings.ramp_in_time
             self._ramp_start = stamp - (self.scale * ramp if ramp > 0 else 0.0)  # continue from the current scale
             self._holding = False
             self.released = False
-        if self.state == RAMP_IN:
+        if self.state == CompensationState.RAMP_IN:
             ramp = self.settings.ramp_in_time
             elapsed = stamp - self._ramp_start if self._ramp_start is not None else 0.0
             self.scale = 1.0 if ramp <= 0 else min(1.0, max(0.0, elapsed / ramp))
             if self.scale >= 1.0:
-                self.state = ACTIVE
+                self.state = CompensationState.ACTIVE
         return self.scale
 
     def on_state(self, arrival: float, stamp: float) -> float:
@@ -165,7 +175,7 @@ class CompensationSupervisor:
         return (self.settings.stale_periods - 0.5) * self.period
 
     def is_stale(self, now: float) -> bool:
-        if self._last_arrival is None or self.state in (STOPPED, FADING_OUT):
+        if self._last_arrival is None or self.state in (CompensationState.STOPPED, CompensationState.FADING_OUT):
             return False
         return now - self._last_arrival > self.stale_after()
 
@@ -182,19 +192,19 @@ class CompensationSupervisor:
 
     def tick(self, now: float) -> Tick:
         """The watchdog fired (``now``: monotonic s): fade, stop, hand over, and when to run again."""
-        if self.state == RAMP_IN or self.state == ACTIVE:
+        if self.state == CompensationState.RAMP_IN or self.state == CompensationState.ACTIVE:
             if self._last_arrival is None:
                 return Tick(False, False, None)
             if not self.is_stale(now):  # a sample re-armed the deadline as it expired
                 return Tick(False, False, max(MIN_WAIT, self._last_arrival + self.deadline() - now))
-            self.state = FADING_OUT
+            self.state = CompensationState.FADING_OUT
             self._outage = True
             self.stale_events += 1
             self._begin_fade(now)
             return Tick(False, False, self.period)  # the first fade command one period on
-        if self.state == FADING_OUT:
+        if self.state == CompensationState.FADING_OUT:
             self._fade_to(now)
-            if self.state == FADING_OUT:
+            if self.state == CompensationState.FADING_OUT:
                 return Tick(True, False, self.period)
             if self.final:
                 return Tick(True, False, None)
@@ -221,21 +231,21 @@ class CompensationSupervisor:
         elapsed = max(0.0, now - self._fade_start)
         self.scale = 0.0 if fade <= 0 else max(0.0, self._fade_from - elapsed / fade)
         if self.scale == 0.0:
-            self.state = STOPPED
+            self.state = CompensationState.STOPPED
         return self.scale
 
     def begin_final_fade(self, now: float) -> bool:
         """Fade out for good (exit) from RAMP_IN, ACTIVE or FADING_OUT. True if there is anything to fade."""
         self.final = True
-        if self.state == STOPPED:
+        if self.state == CompensationState.STOPPED:
             return False
-        self.state = FADING_OUT
+        self.state = CompensationState.FADING_OUT
         self._begin_fade(now)
         return True
 
     def stop(self) -> None:
         """Stop at once: scale 0, STOPPED (the next valid state ramps in from zero)."""
-        self.state = STOPPED
+        self.state = CompensationState.STOPPED
         self.scale = 0.0
         self._holding = False
 

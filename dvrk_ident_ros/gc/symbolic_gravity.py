@@ -6,8 +6,8 @@ contributes P = -g0 . (R_k l) with g0 = [0, 0, -g], R_k the base-frame rotation
 of frame k from the core's forward kinematics (:func:`kinematics_program` of
 :mod:`dvrk_ident_ros.model.symbolic`). The core's gravity torques are +dP/dq
 (the torques that hold the arm, Lagrange eq. 10; test_gc checks this numerically). In dVRK joint coordinates
-q^d = A q^m (eq. 3) every gc gravity column theta_j (reference/gc-json.md,
-"The model the 40 parameters belong to") is the gravity column of one standard
+q^d = A q^m (eq. 3) every gc gravity column theta_j (the gc file's model, Lin 2019
+section III, typed in test/test_gc.py) is the gravity column of one standard
 parameter of the core, up to a sign: :data:`GC_COLUMNS`, the only typed-in part.
 The distal links' masses lump automatically: m_k times an offset along a
 proximal frame's axes projects on that frame's first-moment column.
@@ -41,7 +41,7 @@ N_COLUMNS = 10
 
 #: gc gravity column j (0-based: theta_{j+1}) -> (standard parameter of the core, sign).
 #: Found by matching the core's gravity regressor (dVRK joint space) against the
-#: columns of reference/gc-json.md at random poses; every column is exactly one
+#: gc file's columns (test/test_gc.py) at random poses; every column is exactly one
 #: first moment. Other first moments give the same columns (the parallelogram's
 #: l3''x = l2x, l3''y = l2y, l3'x = l3x, l3'y = l3y; along joint axes l4z = l3y,
 #: l5z = -l4y, l6z = l5y, l7z = l6y): the table names those of the gc links 2-6.
@@ -146,7 +146,7 @@ def gravity_columns_trig(description: ArmDescription | None = None
 
 
 def gravity_columns(description: ArmDescription | None = None) -> sympy.Matrix:
-    """R_g(q) / g (7 x 10 sympy Matrix) in the dVRK joint positions q1..q7 (reference/gc-json.md)."""
+    """R_g(q) / g (7 x 10 sympy Matrix) in the dVRK joint positions q1..q7 (the gc file's model)."""
     import sympy
 
     M, t = gravity_columns_trig(description)

@@ -1,12 +1,19 @@
 """OLS and WLS on the base parameters, with their covariance."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
 from dvrk_ident_ros.errors import SolverError
 from dvrk_ident_ros.identify.problem import Regression, range_weights
+
+#: The per-joint weights of each weighting, from the measured torques (N x n).
+WEIGHTINGS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "none": lambda y: np.ones(y.shape[1]),
+    "range": range_weights,
+}
 
 
 @dataclass(frozen=True)
@@ -18,25 +25,16 @@ class LeastSquaresResult:
 
 
 def solve_least_squares(reg: Regression, weighting: str = "range", correlation: float = 1.0) -> LeastSquaresResult:
-    """weighting: "none" (OLS), "range" (1/(max - min), the paper's WLS) or "noise"
-    (two steps: 1/residual standard deviation of an OLS fit).
+    """weighting: "none" (OLS) or "range" (1/(max - min), the paper's WLS): an estimator's
+    (:mod:`dvrk_ident_ros.estimators`).
 
     ``correlation`` inflates the covariance for correlated residuals (low-pass
     filtered data): with N samples carrying about N / correlation independent
     values, Cov = correlation * s^2 (A^T A)^-1.
     """
-    n = reg.joints
-    if weighting == "none":
-        w = np.ones(n)
-    elif weighting == "range":
-        w = range_weights(reg.y)
-    elif weighting == "noise":
-        first = solve_least_squares(reg, "none")
-        if np.any(first.residual_std <= 0):
-            raise SolverError("noise weighting: a joint fits exactly; use range weighting")
-        w = 1.0 / first.residual_std
-    else:
-        raise SolverError(f"unknown weighting {weighting!r} (none, range, noise)")
+    if weighting not in WEIGHTINGS:
+        raise SolverError(f"unknown weighting {weighting!r} ({', '.join(WEIGHTINGS)})")
+    w = WEIGHTINGS[weighting](reg.y)
     A, b = reg.weighted(w)
     base, _, rank, _ = np.linalg.lstsq(A, b, rcond=None)
     if rank < A.shape[1]:

@@ -11,7 +11,8 @@ import numpy as np
 
 from dvrk_ident_ros.data.dataset import Dataset
 from dvrk_ident_ros.data.processing import FilterSettings, lowpass, process
-from dvrk_ident_ros.errors import DataError, SolverError
+from dvrk_ident_ros.errors import DataError, DvrkIdentError, SolverError
+from dvrk_ident_ros.estimators import DYNAMICS, estimator
 from dvrk_ident_ros.identify.least_squares import solve_least_squares
 from dvrk_ident_ros.identify.problem import (
     Regression,
@@ -25,7 +26,6 @@ from dvrk_ident_ros.identify.results import IdentificationResult
 from dvrk_ident_ros.identify.sdp import solve_sdp
 from dvrk_ident_ros.model.arm_model import ArmModel, load_model
 
-METHODS = ("sdp", "wls", "ols")
 MAX_TORQUE_LAG = 0.08  # s: the search range of the per-joint torque delay
 
 
@@ -86,10 +86,13 @@ def identify(model: ArmModel, datasets: list[Dataset], method: str = "sdp",
     """Identify from raw datasets (filtered here with ``settings`` or the arm's defaults).
 
     ``torque_lags``: "auto" (estimated per joint, see :func:`estimate_torque_lags`),
-    "none", or the delays in seconds.
+    "none", or the delays in seconds. ``method``: a DYNAMICS estimator of the registry
+    (:mod:`dvrk_ident_ros.estimators`), which says the weighting and whether the SDP runs.
     """
-    if method not in METHODS:
-        raise SolverError(f"unknown method {method!r} (known: {', '.join(METHODS)})")
+    try:
+        chosen = estimator(method, DYNAMICS)
+    except DvrkIdentError as exc:
+        raise SolverError(str(exc)) from None
     settings = settings or default_filter(model)
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
@@ -111,13 +114,13 @@ def identify(model: ArmModel, datasets: list[Dataset], method: str = "sdp",
     t0 = time.perf_counter()
     # effective independent samples: the residual is correlated over about fs / (2 fc) samples
     correlation = max(1.0, processed[0].rate / (2.0 * settings.cutoff_hz))
-    lsq = solve_least_squares(reg, "none" if method == "ols" else "range", correlation=correlation)
+    lsq = solve_least_squares(reg, chosen.weighting, correlation=correlation)
     timings["least_squares"] = time.perf_counter() - t0
     standard = None
     solver = {"name": "lstsq", "status": "optimal"}
     base = lsq.base
     bounds: dict = {}
-    if method == "sdp":
+    if chosen.physically_consistent:
         A, b = reg.weighted(lsq.weights)
         sdp = solve_sdp(model, A, b)
         timings["qr_and_solve"] = sdp.solve_seconds
@@ -129,11 +132,11 @@ def identify(model: ArmModel, datasets: list[Dataset], method: str = "sdp",
     predicted = reg.Hb @ base
     errors = relative_errors(reg.y, predicted)
     return IdentificationResult(
-        arm=model.description.arm, description_hash=model.description.content_hash, method=method,
+        arm=model.description.arm, description_hash=model.description.content_hash, method=chosen.name,
         base_values=base.tolist(), base_definitions=model.base_parameter_names,
         base_indices=model.base.independent.tolist(), filter=asdict(settings), solver=solver,
         errors={"training": errors.tolist(), "joints": [f"tau{j + 1}" for j in range(model.dof)]},
-        standard=standard, base_std=np.sqrt(np.diag(lsq.covariance)).tolist() if method != "sdp" else None,
+        standard=standard, base_std=None if chosen.physically_consistent else np.sqrt(np.diag(lsq.covariance)).tolist(),
         bounds=bounds, data=[d.source for d in datasets], timings=timings,
         torque_lags=(lags / rate).tolist(),
     )

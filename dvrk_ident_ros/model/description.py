@@ -17,16 +17,16 @@ import numpy as np
 import sympy
 from sympy.parsing.sympy_parser import parse_expr, standard_transformations
 
+from dvrk_ident_ros.arms import ARM_PATH_VARIABLE, arm_families, description_path
 from dvrk_ident_ros.errors import DescriptionError
 from dvrk_ident_ros.files import read_document
 
 _FUNCTIONS = {name: getattr(sympy, name) for name in ("sin", "cos", "tan", "sqrt", "atan2", "exp", "Abs")}
 _FUNCTIONS["pi"] = sympy.pi
-BUILTIN_ARMS = ("mtm", "psm", "psm_simplified")
 #: Top-level sections about driving the arm, not about its model: left out of ``content_hash``, so that
-#: changing them keeps identification results, simulator parameters and the model cache valid.
-OPERATIONAL_SECTIONS = ("tracking_error",)
-ARM_ALIASES = {"mtml": "mtm", "mtmr": "mtm", "psm1": "psm", "psm2": "psm", "psm3": "psm"}
+#: changing them keeps identification results, simulator parameters and the model cache valid. ``dvrk``:
+#: the arm registry's section (dvrk_ident_ros/arms.py).
+OPERATIONAL_SECTIONS = ("tracking_error", "dvrk")
 
 
 @dataclass(frozen=True)
@@ -145,15 +145,17 @@ def config_directory() -> Path:
 
 
 def resolve_arm(arm_or_path: str | Path) -> Path:
-    """Map an arm name (mtm, mtml, psm2, ...) or a YAML path to a description file."""
+    """Map an arm, family or model name of the arm registry (mtm, mtml, psm2, psm_simplified, ...; see
+    :mod:`dvrk_ident_ros.arms`) or a YAML path to a description file."""
     text = str(arm_or_path)
     if text.endswith((".yaml", ".yml")) or "/" in text:
         return Path(text)
-    name = ARM_ALIASES.get(text.lower(), text.lower())
-    if name not in BUILTIN_ARMS:
-        known = ", ".join(sorted((*BUILTIN_ARMS, *ARM_ALIASES)))
-        raise DescriptionError(f"unknown arm {arm_or_path!r} (known: {known}; or give a description .yaml)")
-    return config_directory() / f"{name}.yaml"
+    path = description_path(text)
+    if path is None:
+        known = ", ".join(sorted({name for spec in arm_families() for name in (*spec.models, *spec.names)}))
+        raise DescriptionError(f"unknown arm {arm_or_path!r} (known: {known}; or give a description .yaml; "
+                               f"another arm's description goes in a directory of {ARM_PATH_VARIABLE})")
+    return path
 
 
 def load_description(arm_or_path: str | Path) -> ArmDescription:

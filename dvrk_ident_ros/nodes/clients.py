@@ -42,7 +42,6 @@ class ArmClient:
         self.recording = False
         self.node.create_subscription(JointState, f"/{arm}/servo_jf", self._on_effort, STATE_QOS)
         self.operating = ArmStateMonitor(self.node, arm)  # /<ARM>/operating_state, state_command
-        self.invalid_states = 0  # measured_js samples with stamp 0 (the arm not ready)
         self.player_status: PlayerStatus | None = None  # the last status of this arm's player
         self.node.create_subscription(PlayerStatus, player_status_topic(arm), self._on_player, 10)
         self._stop = threading.Event()
@@ -55,8 +54,7 @@ class ArmClient:
 
     def _on_state(self, msg: JointState) -> None:
         if not stamp_is_valid(msg.header.stamp.sec, msg.header.stamp.nanosec):
-            self.invalid_states += 1  # zeros: the dVRK's mark of an arm that is not ready
-            return
+            return  # zeros: the dVRK's mark of an arm that is not ready
         self.state = (time.monotonic(), np.asarray(msg.position, dtype=float), np.asarray(msg.effort, dtype=float))
         self.states += 1
         if self.recording:

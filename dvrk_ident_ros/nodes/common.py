@@ -7,14 +7,22 @@ node keeps running; the gravity compensation checks its samples inline instead.
 """
 from __future__ import annotations
 
+import math
 import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import rclpy
-from rcl_interfaces.msg import ParameterDescriptor
+from rcl_interfaces.msg import (
+    FloatingPointRange,
+    IntegerRange,
+    ParameterDescriptor,
+    ParameterType,
+    SetParametersResult,
+)
 from rclpy.exceptions import ParameterException
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
@@ -25,6 +33,9 @@ from dvrk_ident_ros.arm_state import OperatingStatus
 from dvrk_ident_ros.arms import arm_family, canonical_arm  # noqa: F401 (arm_family: re-exported)
 from dvrk_ident_ros.errors import DvrkIdentError
 from dvrk_ident_ros.node_help import node_help, wants_help
+from dvrk_ident_ros.parameters import Kind, NodeSchema, ParameterValueError, render
+from dvrk_ident_ros.parameters import Parameter as SchemaParameter
+from dvrk_ident_ros.parameters.schema import INT64_MAX
 
 #: State and command topics: reliable, deep enough that a 1 kHz stream survives a slow callback.
 STATE_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=100, reliability=ReliabilityPolicy.RELIABLE)
@@ -76,25 +87,101 @@ def guarded(node: Node, what: str, callback: Callable, every: float = 1.0) -> Ca
     return wrapper
 
 
-def declare(node: Node, name: str, default, kind: type | None = None, items: type | None = None):
-    """Declare a parameter; ``-p x:=1`` for a float parameter is accepted as 1.0, and a value of the
-    wrong type (or, for a list, an element not of type ``items``) is a DvrkIdentError (one line, exit
-    status 2), not a traceback."""
-    kind = kind or type(default)
-    try:
-        value = node.declare_parameter(name, default, ParameterDescriptor(dynamic_typing=True)).value
-    except ParameterException as exc:
-        raise DvrkIdentError(f"parameter {name}: {exc}") from exc
-    if kind is float and isinstance(value, int) and not isinstance(value, bool):
-        value = float(value)
-    if kind is list:  # an empty list arrives typed as a byte array
-        value = [] if value is None or len(value) == 0 else list(value)
-        if items is not None and not all(isinstance(v, items) for v in value):
-            raise DvrkIdentError(f"parameter {name}: {value!r} is not a list of {items.__name__}")
-        return value
-    if not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)):
-        raise DvrkIdentError(f"parameter {name}: {value!r} is not a {kind.__name__}")
-    return value
+_ROS_TYPES = {Kind.BOOL: ParameterType.PARAMETER_BOOL, Kind.INTEGER: ParameterType.PARAMETER_INTEGER,
+              Kind.DOUBLE: ParameterType.PARAMETER_DOUBLE, Kind.STRING: ParameterType.PARAMETER_STRING,
+              Kind.DOUBLE_ARRAY: ParameterType.PARAMETER_DOUBLE_ARRAY,
+              Kind.STRING_ARRAY: ParameterType.PARAMETER_STRING_ARRAY}
+
+
+def parameter_descriptor(spec: SchemaParameter) -> ParameterDescriptor:
+    """What ``ros2 param describe`` shows of a schema parameter: type, description (with its unit), range
+    (rclpy enforces it; a strict lower bound is the on-set callback's) or choices, read-only."""
+    unit = f" [{spec.unit}]" if spec.unit else ""
+    descriptor = ParameterDescriptor(name=spec.name, description=spec.description + unit,
+                                     additional_constraints=spec.constraints(), read_only=spec.read_only,
+                                     dynamic_typing=spec.dynamic_typing)
+    if not spec.dynamic_typing:
+        descriptor.type = _ROS_TYPES[spec.kind]
+    bounded = spec.minimum is not None or spec.maximum is not None
+    if bounded and spec.kind is Kind.DOUBLE:
+        low = -math.inf if spec.minimum is None else float(spec.minimum)
+        high = math.inf if spec.maximum is None else float(spec.maximum)
+        descriptor.floating_point_range = [FloatingPointRange(from_value=low, to_value=high, step=0.0)]
+    elif bounded and spec.kind is Kind.INTEGER:
+        low_int = -INT64_MAX - 1 if spec.minimum is None else int(spec.minimum)
+        high_int = INT64_MAX if spec.maximum is None else int(spec.maximum)
+        descriptor.integer_range = [IntegerRange(from_value=low_int, to_value=high_int, step=1)]
+    return descriptor
+
+
+def _ros_value(value):
+    return list(value) if isinstance(value, tuple) else value
+
+
+def declare_parameters(node: Node, schema: NodeSchema,
+                       on_change: Mapping[str, Callable[[Any], None]] | None = None) -> dict[str, Any]:
+    """Declare every parameter of ``schema`` on ``node``; their values as the node takes them.
+
+    At start: ``-p x:=1`` for a double is taken as 1.0, and a value of
+    the wrong type or out of range is a :class:`~dvrk_ident_ros.errors.DvrkIdentError` naming it (one
+    ``error:`` line, exit status 2). Each value is read through a dynamically typed declaration, checked
+    and converted by the schema, then declared again with its :func:`parameter_descriptor` (typed, ranged,
+    read-only unless the schema says ``runtime``). A parameter without a default stays dynamically typed
+    and read-only; an ``arm_dependent`` one is checked by the node against its arm.
+
+    At run time an on-set callback refuses, with the reason, a value the schema refuses (rclpy refuses a
+    wrong type, a value outside a range and a read-only parameter before it); a valid value of a ``runtime``
+    parameter goes to ``on_change[name](value)`` at once. Every runtime parameter needs a handler.
+    """
+    handlers = dict(on_change or {})
+    if set(handlers) != set(schema.runtime()):
+        raise ValueError(f"{schema.node}: run-time handlers for {sorted(handlers)}, the schema's run-time "
+                         f"parameters are {sorted(schema.runtime())}")
+    values: dict[str, Any] = {}
+    for spec in schema:
+        try:
+            if spec.dynamic_typing:
+                raw = node.declare_parameter(spec.name, None, parameter_descriptor(spec)).value
+            else:
+                raw = node.declare_parameter(spec.name, _ros_value(spec.default),
+                                             ParameterDescriptor(dynamic_typing=True)).value
+        except ParameterException as exc:
+            raise DvrkIdentError(f"parameter {spec.name}: {exc}") from exc
+        if spec.arm_dependent:  # the node checks it against the arm (one value per joint)
+            sequence = not isinstance(raw, bool | int | float | str) and raw is not None
+            values[spec.name] = list(raw) if sequence else ([] if raw is None else raw)  # a scalar: refused there
+            continue
+        value = spec.coerce(raw)
+        values[spec.name] = value
+        if spec.dynamic_typing:
+            continue
+        node.undeclare_parameter(spec.name)
+        try:
+            node.declare_parameter(spec.name, _ros_value(value), parameter_descriptor(spec), ignore_override=True)
+        except ParameterException as exc:
+            raise DvrkIdentError(f"parameter {spec.name}: {exc}") from exc
+
+    def on_set(parameters: list) -> SetParametersResult:
+        changes = []
+        for parameter in parameters:
+            if parameter.name not in schema:
+                continue  # use_sim_time and the like: rclpy's own
+            spec = schema[parameter.name]
+            if spec.read_only:
+                return SetParametersResult(successful=False, reason=f"{spec.name} is read-only: it is read once "
+                                           "at start (restart the node to change it)")
+            try:
+                spec.check(parameter.value)
+            except ParameterValueError as exc:
+                return SetParametersResult(successful=False, reason=str(exc))
+            changes.append((spec.name, parameter.value))
+        for name, value in changes:
+            handlers[name](value)
+            node.get_logger().info(f"parameter {name} set to {render(value)}")
+        return SetParametersResult(successful=True)
+
+    node.add_on_set_parameters_callback(on_set)
+    return values
 
 
 _shutdown = threading.Event()

@@ -10,8 +10,7 @@ torque clamped or while waiting, ERROR when an outage stopped it). Safety:
 NaN / wrong-length samples are rejected (logged, no command), torques are
 clamped, ramp in over ``ramp_in_time``.
 
-The arm's state (ground truth: ../shared/reference/dvrk-ros2-interface.md,
-"What the real arm does"):
+The arm's state (README.md, "On a real dVRK"; :mod:`dvrk_ident_ros.arm_state`):
 
 - Nothing is sent (no ``servo_jf``, no ``use_gravity_compensation``) until the
   arm is ENABLED, homed and not busy (``/<ARM>/operating_state``; where
@@ -70,9 +69,7 @@ import gc
 import math
 import sys
 import time
-from pathlib import Path
 
-import numpy as np
 from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
@@ -80,14 +77,12 @@ from std_msgs.msg import Bool
 
 from dvrk_ident.msg import GravityCompensationDiagnostics
 from dvrk_ident_ros.arm_state import OperatingStatus, stamp_is_valid
-from dvrk_ident_ros.errors import DataError, DvrkIdentError
+from dvrk_ident_ros.arms import arm_spec
+from dvrk_ident_ros.gc.compensation import load_compensation
 from dvrk_ident_ros.gc.health import STATE_NAMES, compensation_health
 from dvrk_ident_ros.gc.supervisor import (
-    ACTIVE,
-    FADING_OUT,
-    RAMP_IN,
-    STOPPED,
     BuiltinCompensation,
+    CompensationState,
     CompensationSupervisor,
     SupervisorSettings,
 )
@@ -95,12 +90,12 @@ from dvrk_ident_ros.nodes.common import (
     CONTROL_STATE_QOS,
     STATE_QOS,
     ArmStateMonitor,
-    arm_family,
     check_arm_name,
-    declare,
+    declare_parameters,
     run,
 )
 from dvrk_ident_ros.nodes.diagnostics import REPORT_PERIOD, DiagnosticsPublisher, Throttle
+from dvrk_ident_ros.parameters.gravity_compensation import SCHEMA as PARAMETERS
 
 #: s: an arm whose gravity_compensation/setpoint_js has no publisher this long after its first valid ready
 #: sample publishes none (its endpoints are discovered together with measured_js's; this only covers a race)
@@ -119,53 +114,26 @@ EXIT_MARGIN = 0.5
 #: s: at most one log line per kind of event (late state, fade to zero) this often
 LOG_EVERY = 1.0
 
-DEFAULT_TORQUE_LIMIT = {  # N m (N): for an identified model (a gc JSON carries its own limits)
-    "mtm": [1.5, 1.5, 1.5, 0.6, 0.3, 0.3, 0.1],
-    "psm": [3.0, 3.0, 10.0, 0.3, 0.3, 0.3, 0.3],
-}
-
-
-def load_compensation(path: str, arm: str):
-    """The law for a parameter file: a dVRK gc JSON (MLSE) or a dvrk_ident parameter file."""
-    from dvrk_ident_ros.files import read_document
-
-    if not path:
-        raise DataError("parameter_file is empty: give a gc-<ARM>-<SN>.json or an identified parameter file")
-    raw = read_document(Path(path))
-    family = arm_family(arm)
-    if isinstance(raw, dict) and "GC_controller" in raw:
-        from dvrk_ident_ros.gc.law import CompensationLaw
-        from dvrk_ident_ros.gc.params import load_gc
-
-        params = load_gc(path)
-        if params.arm != arm:
-            raise DataError(f"{path}: gc parameters of {params.arm}, this node drives {arm}")
-        return CompensationLaw(params), "mlse"
-    from dvrk_ident_ros.gc.model_law import load_model_compensation
-
-    return load_model_compensation(Path(path), family, np.array(DEFAULT_TORQUE_LIMIT[family])), "dynamic"
-
 
 class GravityCompensationNode(Node):
     def __init__(self) -> None:
         super().__init__("gravity_compensation")
-        self.arm = check_arm_name(declare(self, "arm", "MTML"))
-        self.parameter_file = str(declare(self, "parameter_file", ""))
-        defaults = SupervisorSettings()
+        params = declare_parameters(self, PARAMETERS, on_change={
+            "torque_limit_scale": self._set_torque_limit_scale, "publish_diagnostics": self._set_publish_diagnostics})
+        self.arm = check_arm_name(params["arm"])
+        self.parameter_file = str(params["parameter_file"])
         settings = SupervisorSettings(
-            ramp_in_time=float(declare(self, "ramp_in_time", defaults.ramp_in_time)),
-            fade_out_time=float(declare(self, "fade_out_time", defaults.fade_out_time)),
-            stale_periods=float(declare(self, "stale_periods", defaults.stale_periods)),
-            handover_after=float(declare(self, "handover_after", defaults.handover_after)),
-            resume_after=float(declare(self, "resume_after", defaults.resume_after)))
-        limit_scale = float(declare(self, "torque_limit_scale", 1.0))
-        self.disable_builtin = bool(declare(self, "disable_builtin", True))
-        self.publish_diagnostics = bool(declare(self, "publish_diagnostics", True))
-        if not 0.0 < limit_scale <= 1.0:
-            raise DvrkIdentError(f"torque_limit_scale {limit_scale}: expected (0, 1]")
-        self.law, self.model_kind = load_compensation(self.parameter_file, self.arm)
-        self.law.scale_limits(limit_scale)
-        self.joints = 7 if arm_family(self.arm) == "mtm" else 6
+            ramp_in_time=params["ramp_in_time"], fade_out_time=params["fade_out_time"],
+            stale_periods=params["stale_periods"], handover_after=params["handover_after"],
+            resume_after=params["resume_after"])
+        self.disable_builtin = bool(params["disable_builtin"])
+        self.publish_diagnostics = bool(params["publish_diagnostics"])
+        self.law = load_compensation(self.parameter_file, self.arm)  # the core's factory (gc/compensation.py)
+        self.model_kind = self.law.kind.reported_as
+        self.torque_limit_scale = float(params["torque_limit_scale"])  # in (0, 1]: checked by the schema
+        self.law.scale_limits(self.torque_limit_scale)
+        self.spec = arm_spec(self.arm)
+        self.joints = self.spec.arm_joints  # commanded on servo_jf: all but the jaw
         self._law_dof = len(self.law.total)
         self.supervisor = CompensationSupervisor(settings)
         self.builtin = BuiltinCompensation()
@@ -217,6 +185,15 @@ class GravityCompensationNode(Node):
             + ("" if self.monitor.available else
                "; crtk_msgs absent: the arm's readiness is judged from the stamps only"))
 
+    # -- run-time parameters (the schema's runtime ones; the executor's thread, as the hot path) ----
+    def _set_torque_limit_scale(self, value: float) -> None:
+        """The clamp of the next command: the file's (or the arm's) limits times ``value`` (0, 1]."""
+        self.law.scale_limits(float(value) / self.torque_limit_scale)  # scale_limits multiplies what it has
+        self.torque_limit_scale = float(value)
+
+    def _set_publish_diagnostics(self, value: bool) -> None:
+        self.publish_diagnostics = bool(value)
+
     # -- hot path -------------------------------------------------------------------
     def _reject(self, why: str) -> None:
         self.rejected += 1
@@ -253,7 +230,7 @@ class GravityCompensationNode(Node):
         sup = self.supervisor
         was = sup.state
         stamp = header_stamp.sec + 1e-9 * header_stamp.nanosec
-        if was == ACTIVE or was == RAMP_IN:
+        if was == CompensationState.ACTIVE or was == CompensationState.RAMP_IN:
             scale = sup.on_state(arrival, stamp)
         else:  # off the control path: fading, stopped, waiting
             if not self._may_start(msg, arrival, stamp):
@@ -318,14 +295,14 @@ class GravityCompensationNode(Node):
         self._ready_since = None
         sup = self.supervisor
         sup.interrupt()
-        if sup.state != STOPPED:
+        if sup.state != CompensationState.STOPPED:
             # the arm is not ready: it ignores effort commands, and one would fault it if it is homing (the
             # busy operating_state may come after this sample): stop at once, no further command
             self._stop(f"/{self.arm}/measured_js has stamp 0 (the arm's data is invalid: not ready); stopped at "
                        "once without another command")
         if self._invalid_since is None:
             self._invalid_since = now
-        if sup.state != STOPPED:
+        if sup.state != CompensationState.STOPPED:
             return
         if self.builtin.owned:  # taken over, not commanding (yet, or faded to zero on a stale state)
             self.get_logger().info(self._hand_over())
@@ -338,7 +315,7 @@ class GravityCompensationNode(Node):
     def _on_operating_state(self, old: OperatingStatus | None, new: OperatingStatus) -> None:
         if new.ready:
             self._invalid_since = None  # stamp-0 samples from before are no news about the ready arm
-            if self.supervisor.state == STOPPED and self._waiting:
+            if self.supervisor.state == CompensationState.STOPPED and self._waiting:
                 self.get_logger().info(f"{self.arm} is ready ({new.describe()}): compensating from the next "
                                        "valid sample" + self._resume_note())
             return
@@ -347,7 +324,7 @@ class GravityCompensationNode(Node):
         sup = self.supervisor
         sup.interrupt()
         reason = new.not_ready_reason(self.arm)
-        if sup.state != STOPPED:
+        if sup.state != CompensationState.STOPPED:
             # a not-ready arm ignores effort commands, and a busy (homing) one faults on them: not even a zero
             self._stop(f"{reason}; stopped at once without another command (a not-ready arm ignores effort "
                        "commands, a homing one faults on them)")
@@ -374,7 +351,7 @@ class GravityCompensationNode(Node):
         reason = (f"the dVRK's own gravity compensation of {self.arm} was turned on by someone else "
                   "(teleoperation turns it on when it enables): stopped commanding so that the arm does not get "
                   "its gravity twice; compensating again once it is off")
-        if self.supervisor.state != STOPPED:
+        if self.supervisor.state != CompensationState.STOPPED:
             self._command.header.stamp = self.get_clock().now().to_msg()
             self._command.effort = self._zeros[:self.joints]
             self._servo_jf.publish(self._command)
@@ -391,15 +368,16 @@ class GravityCompensationNode(Node):
         Off the control path: runs only while the node is not commanding."""
         sup, builtin = self.supervisor, self.builtin
         if sup.final:  # exiting: the final fade's samples are answered at its scale, none after it
-            if sup.state == FADING_OUT:
+            if sup.state == CompensationState.FADING_OUT:
                 sup.on_sample(now, stamp)
-            return sup.state == FADING_OUT
+            return sup.state == CompensationState.FADING_OUT
         if not self.monitor.ready:
             sup.interrupt()
             self._wait_for_arm()
             return False
         sup.on_sample(now, stamp)
-        if sup.state == FADING_OUT or sup.holding:  # a late sample after a stale fade: the flag is still ours
+        # a late sample after a stale fade: the flag is still ours
+        if sup.state == CompensationState.FADING_OUT or sup.holding:
             return True
         if self._ready_since is None:
             self._ready_since = now
@@ -412,7 +390,7 @@ class GravityCompensationNode(Node):
             if not self._readable:
                 if now - self._ready_since < NO_READINGS_AFTER:
                     return False
-                if arm_family(self.arm) == "mtm" and not self._unreadable_said:
+                if self.spec.builtin_gravity_compensation and not self._unreadable_said:
                     self._unreadable_said = True
                     self.get_logger().warning(
                         f"{self.arm} publishes no {self._builtin_topic}: the state of the dVRK's own gravity "
@@ -491,7 +469,7 @@ class GravityCompensationNode(Node):
         sup = self.supervisor
         was = sup.state
         tick = sup.tick(now)
-        if was != FADING_OUT and sup.state == FADING_OUT:
+        if was != CompensationState.FADING_OUT and sup.state == CompensationState.FADING_OUT:
             self._log_stale(now)
         if tick.command:
             self._publish_fade()
@@ -602,7 +580,7 @@ class GravityCompensationNode(Node):
         self._arm_watchdog(int(1e9 * sup.deadline()))
         deadline = start + sup.settings.fade_out_time + EXIT_MARGIN
         executor = self.executor
-        while sup.state != STOPPED and self.context.ok():
+        while sup.state != CompensationState.STOPPED and self.context.ok():
             now = time.monotonic()
             if now >= deadline:
                 break
@@ -613,7 +591,7 @@ class GravityCompensationNode(Node):
                 self._on_watchdog()
         self._watchdog.cancel()
         took = time.monotonic() - start
-        if sup.state != STOPPED:  # the deadline: zero at once
+        if sup.state != CompensationState.STOPPED:  # the deadline: zero at once
             sup.stop()
             self._command.header.stamp = self.get_clock().now().to_msg()
             self._command.effort = self._zeros[:self.joints]

@@ -1,7 +1,8 @@
 """Node ``identification_service``: the ``/identify`` service (dvrk_ident/srv/Identify).
 
-Runs the same jobs as the CLI (:mod:`dvrk_ident_ros.jobs`): sdp / wls / ols
-identification from recordings, or mlse for the MTM gravity compensation.
+Runs the same jobs as the CLI (:mod:`dvrk_ident_ros.app.jobs`) with any estimator of
+the registry (:mod:`dvrk_ident_ros.estimators`) the arm lists: sdp / wls / ols
+identification from recordings, or mlse / slse for the MTM gravity compensation.
 The job runs in its own executor thread (reentrant callback group), so the
 node keeps serving; a request that arrives while a job runs is refused with
 a clear message (or waits its turn with ``allow_queue``). Every failure is an
@@ -29,23 +30,29 @@ from dvrk_ident.msg import StageTiming
 from dvrk_ident.srv import Identify
 from dvrk_ident_ros.errors import DvrkIdentError
 from dvrk_ident_ros.identify_request import canonical_summary, plan_request
-from dvrk_ident_ros.nodes.common import declare, run
+from dvrk_ident_ros.nodes.common import declare_parameters, run
+from dvrk_ident_ros.parameters.identification_service import SCHEMA
 from dvrk_ident_ros.request_paths import PathRefusedError
 
 
 class IdentificationServiceNode(Node):
     def __init__(self) -> None:
         super().__init__("identification_service")
+        params = declare_parameters(self, SCHEMA, on_change={"allow_queue": self._set_allow_queue})
         # resolved once: a request writes only inside this directory (dvrk_ident_ros.request_paths)
-        self.output_directory = Path(declare(self, "output_directory", "identification")).expanduser().resolve()
-        data_directory = str(declare(self, "data_directory", "")).strip()
+        self.output_directory = Path(str(params["output_directory"])).expanduser().resolve()
+        data_directory = str(params["data_directory"]).strip()
         self.data_directory = Path(data_directory).expanduser().resolve() if data_directory else None
-        self.allow_queue = bool(declare(self, "allow_queue", False))
+        self.allow_queue = bool(params["allow_queue"])
         self._job = threading.Lock()
         self._current = ""
         self.create_service(Identify, "/identify", self._serve, callback_group=ReentrantCallbackGroup())
         reads = f"data under {self.data_directory}/" if self.data_directory else "data anywhere this user can read"
         self.get_logger().info(f"/identify ready (results only under {self.output_directory}/; {reads})")
+
+    def _set_allow_queue(self, value: object) -> None:
+        """Run time: from the next request on (a job under way is not touched)."""
+        self.allow_queue = bool(value)
 
     def _serve(self, request: Identify.Request, response: Identify.Response) -> Identify.Response:
         if not self._job.acquire(blocking=self.allow_queue):
@@ -62,7 +69,7 @@ class IdentificationServiceNode(Node):
             self._job.release()
 
     def _run(self, request: Identify.Request, response: Identify.Response) -> Identify.Response:
-        from dvrk_ident_ros.jobs import gc_fit_job, identification_job
+        from dvrk_ident_ros.app.jobs import gc_fit_job, identification_job
 
         start = time.perf_counter()
         response.solver_status = "not_run"
@@ -78,8 +85,8 @@ class IdentificationServiceNode(Node):
                 raise PathRefusedError(f"{plan.output_directory} now leads outside {self.output_directory}: "
                                        "nothing written")
             result_file = plan.result_file(time.strftime("%Y%m%d-%H%M%S"))
-            if plan.method == "mlse":
-                outcome = gc_fit_job(plan.data_files[0], plan.mtm_side, result_file)
+            if plan.gravity:
+                outcome = gc_fit_job(plan.data_files[0], plan.mtm_side, result_file, method=plan.method)
             else:
                 outcome = identification_job(plan.family, plan.data_files, plan.method, result_file, plan.data_format)
         except DvrkIdentError as exc:
@@ -93,7 +100,7 @@ class IdentificationServiceNode(Node):
             self.get_logger().error(f"/identify: {response.message}")
             return response
         response.success = True
-        response.message = canonical_summary(outcome.summary, outcome.arm if plan.method == "mlse" else plan.arm)
+        response.message = canonical_summary(outcome.summary, outcome.arm if plan.gravity else plan.arm)
         response.result_file = str(outcome.result_file)
         response.report_file = str(outcome.report_file or "")
         response.joint_names = outcome.joint_names[:len(outcome.relative_error)]

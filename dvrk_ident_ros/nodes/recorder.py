@@ -47,7 +47,7 @@ from sensor_msgs.msg import JointState
 
 from dvrk_ident.msg import PlayerStatus, RecorderStatus
 from dvrk_ident_ros.arm_state import OperatingStatus
-from dvrk_ident_ros.arms import player_status_topic, recorder_status_topic
+from dvrk_ident_ros.arms import arm_spec, player_status_topic, recorder_status_topic
 from dvrk_ident_ros.data.interfaces import JOINT_STATE, OPERATING_STATE, PLAYER_STATUS, typestore
 from dvrk_ident_ros.data.recording import (
     BagWriter,
@@ -58,7 +58,16 @@ from dvrk_ident_ros.data.recording import (
     recording_outcome,
 )
 from dvrk_ident_ros.errors import DataError, DvrkIdentError
-from dvrk_ident_ros.nodes.common import EVENT_QOS, STATE_QOS, check_arm_name, crtk_messages, declare, guarded, run
+from dvrk_ident_ros.nodes.common import (
+    EVENT_QOS,
+    STATE_QOS,
+    check_arm_name,
+    crtk_messages,
+    declare_parameters,
+    guarded,
+    run,
+)
+from dvrk_ident_ros.parameters.recorder import SCHEMA
 
 
 def recorded_topics(arm: str, record_setpoint: bool = True, extra_topics: list[str] | None = None,
@@ -67,12 +76,10 @@ def recorded_topics(arm: str, record_setpoint: bool = True, extra_topics: list[s
     PSM jaw or MTM gripper, the arm's operating state (where crtk_msgs is available), the status of
     the arm's own player and ``extra_topics`` (JointState)."""
     kinds = ["measured_js", "setpoint_js"] if record_setpoint else ["measured_js"]
-    prefixes = [f"/{arm}/"]
-    if arm.startswith("PSM"):
-        prefixes.append(f"/{arm}/jaw/")
-    topics = {f"{prefix}{kind}": JOINT_STATE for prefix in prefixes for kind in kinds}
-    if arm.startswith("MTM"):
-        topics[f"/{arm}/gripper/measured_js"] = JOINT_STATE
+    spec = arm_spec(arm)  # the arm's jaw and gripper topics (the arm registry)
+    topics = {f"{prefix}{kind}": JOINT_STATE for prefix in spec.state_prefixes(arm) for kind in kinds}
+    for topic in spec.extra_state_topics(arm):
+        topics[topic] = JOINT_STATE
     if operating_state:
         topics[f"/{arm}/operating_state"] = OPERATING_STATE
     topics[player_status_topic(arm)] = PLAYER_STATUS
@@ -101,18 +108,16 @@ class Recorder(Node):
 
     def __init__(self) -> None:
         super().__init__("recorder")
-        self._closing = False
         self._bag: BagWriter | None = None
         self._outcome: Outcome | None = None
-        arm = check_arm_name(declare(self, "arm", "PSM1"))
-        bag_path = declare(self, "bag_path", "")
-        output_directory = declare(self, "output_directory", "recordings")
-        record_setpoint = declare(self, "record_setpoint", True)
-        gap_threshold = declare(self, "gap_threshold", 0.0)
-        extra_topics = declare(self, "extra_topics", [], items=str)
-        self._expect_player = declare(self, "expect_player", False)
-        if gap_threshold < 0:
-            raise DvrkIdentError(f"gap_threshold {gap_threshold}: expected seconds >= 0 (0 = automatic)")
+        params = declare_parameters(self, SCHEMA)  # types and ranges checked there (gap_threshold >= 0)
+        arm = check_arm_name(str(params["arm"]))
+        bag_path = str(params["bag_path"])
+        output_directory = str(params["output_directory"])
+        record_setpoint = bool(params["record_setpoint"])
+        gap_threshold = float(params["gap_threshold"])
+        extra_topics = list(params["extra_topics"])
+        self._expect_player = bool(params["expect_player"])
         if not bag_path:
             bag_path = str(Path(output_directory) / f"{arm}-{datetime.now():%Y%m%d-%H%M%S}")
         bag_path = Path(bag_path).expanduser().absolute()
@@ -226,7 +231,6 @@ class Recorder(Node):
     def close(self) -> None:
         """Finalise the bag with its outcome (kept, renamed or removed: see the module), publish a last status
         (recording false) and log the figures. Idempotent."""
-        self._closing = True
         if self._bag is None or self._bag.closed:
             return
         self._timer.cancel()

@@ -66,20 +66,21 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool, Empty
 
 from dvrk_ident_ros.arm_state import OperatingStatus, stamp_is_valid
+from dvrk_ident_ros.arms import arm_spec
 from dvrk_ident_ros.errors import DvrkIdentError
 from dvrk_ident_ros.nodes.common import (
     EVENT_QOS,
     STATE_QOS,
-    arm_family,
     check_arm_name,
     crtk_messages,
-    declare,
+    declare_parameters,
     fill_joint_state,
     guarded,
     run,
     shutdown_requested,
 )
-from dvrk_ident_ros.sim.arm import FAULT_TRACKING_ERROR, Sample, SimulatedArm
+from dvrk_ident_ros.parameters.simulated_arm import SCHEMA as PARAMETERS
+from dvrk_ident_ros.sim.arm import Sample, SimulatedArm
 from dvrk_ident_ros.sim.config import load_sim_config
 from dvrk_ident_ros.sim.operating import ArmNotReadyError
 from dvrk_ident_ros.sim.pacing import RealTimePacer, WallClockSchedule
@@ -107,55 +108,54 @@ def _time_msg(seconds: float) -> Time:
 class SimulatedArmNode(Node):
     def __init__(self) -> None:
         super().__init__("simulated_arm")
-        self.arm = check_arm_name(declare(self, "arm", "PSM1"))
-        self.publish_rate = float(declare(self, "publish_rate", 100.0))
-        physics_rate = float(declare(self, "physics_rate", 1500.0))
-        self.publish_clock = bool(declare(self, "publish_clock", False))
-        self.real_time_factor = float(declare(self, "real_time_factor", 1.0))
-        self.clock_rate = float(declare(self, "clock_rate", 500.0))
-        true_parameters = str(declare(self, "true_parameters", ""))
-        config_file = str(declare(self, "config_file", ""))
-        noise = bool(declare(self, "noise", True))
-        seed = int(declare(self, "seed", 0))
-        initial = list(declare(self, "initial_position", [0.0]))
-        initial_state = str(declare(self, "initial_state", "DISABLED"))
-        homing_time = float(declare(self, "homing_time", 3.0))
-        dvrk_version = str(declare(self, "dvrk_version", "2.4", kind=object))  # "-p dvrk_version:=2.3" is a double
-        tool_engaged = bool(declare(self, "tool_engaged", True))
-        fault_tracking_error = float(declare(self, "fault_tracking_error", FAULT_TRACKING_ERROR))
-        if not 1.0 <= self.publish_rate <= 1000.0:
-            raise DvrkIdentError(f"publish_rate {self.publish_rate} Hz: expected 1..1000 Hz")
+        # types, ranges and choices checked there (publish_rate 1..1000 Hz, clock_rate 1..10000 Hz, ...)
+        params = declare_parameters(self, PARAMETERS)
+        self.arm = check_arm_name(params["arm"])
+        self.publish_rate = float(params["publish_rate"])
+        physics_rate = float(params["physics_rate"])
+        self.publish_clock = bool(params["publish_clock"])
+        self.real_time_factor = float(params["real_time_factor"])
+        self.clock_rate = float(params["clock_rate"])
+        true_parameters = str(params["true_parameters"])
+        config_file = str(params["config_file"])
+        noise = bool(params["noise"])
+        seed = int(params["seed"])
+        initial = list(params["initial_position"])
+        initial_state = str(params["initial_state"])
+        homing_time = float(params["homing_time"])
+        dvrk_version = str(params["dvrk_version"])  # "-p dvrk_version:=2.3" (a double) is taken as "2.3"
+        tool_engaged = bool(params["tool_engaged"])
+        fault_tracking_error = float(params["fault_tracking_error"])
         if physics_rate < self.publish_rate:
             raise DvrkIdentError(f"physics_rate {physics_rate} Hz below publish_rate {self.publish_rate} Hz")
-        if not 1.0 <= self.clock_rate <= 10000.0:
-            raise DvrkIdentError(f"clock_rate {self.clock_rate} Hz: expected 1..10000 Hz")
         self.clock_rate = max(self.clock_rate, self.publish_rate)  # /clock at least with every state
-        family = arm_family(self.arm)
-        config = load_sim_config(family, config_file or None, true_parameters or None)
+        spec = arm_spec(self.arm)  # the arm family's traits (jaw, gripper, simulation: the arm registry)
+        config = load_sim_config(self.arm, config_file or None, true_parameters or None)
         if initial in ([], [0.0]):  # the default: the arm's home pose
             initial_position = None
         elif len(initial) == config.model.dof:
             initial_position = np.asarray(initial, dtype=float)
         else:
-            raise DvrkIdentError(f"initial_position: {len(initial)} values, the {family.upper()} has "
+            raise DvrkIdentError(f"initial_position: {len(initial)} values, the {spec.family} has "
                                  f"{config.model.dof} joints")
-        self.sim = SimulatedArm(config, self.arm if family == "mtm" else None, noise=noise, seed=seed,
+        self.sim = SimulatedArm(config, spec.variant(self.arm), noise=noise, seed=seed,
                                 physics_rate=physics_rate, initial_position=initial_position,
                                 initial_state=initial_state, homing_time=homing_time, dvrk_version=dvrk_version,
                                 tool_engaged=tool_engaged, fault_tracking_error=fault_tracking_error)
         self.names = self.sim.names
         # the PSM's jaw is published on its own topics; without a tool the PSM publishes its 7 raw joints
-        self.arm_joints = 6 if family == "psm" and self.sim.tool_engaged else 7
-        self.family = family
+        self.arm_joints = spec.arm_joints if self.sim.tool_engaged else spec.dof
+        self.spec = spec
+        self.jaw = spec.jaw_index if spec.jaw_index is not None else spec.dof  # the jaw's index (dof: none)
 
         def pub(topic: str, msg_type=JointState, qos=STATE_QOS):
             return self.create_publisher(msg_type, f"/{self.arm}/{topic}", qos)
 
         self._pub = {name: pub(name) for name in ("measured_js", "setpoint_js", "gravity_compensation/setpoint_js")}
-        if family == "psm":
+        if spec.jaw:
             self._pub["jaw/measured_js"] = pub("jaw/measured_js")
             self._pub["jaw/setpoint_js"] = pub("jaw/setpoint_js")
-        else:
+        if spec.gripper:
             self._pub["gripper/measured_js"] = pub("gripper/measured_js")
         self._goal_pub = pub("goal_reached", Bool, EVENT_QOS)
         self._crtk = crtk_messages()
@@ -196,7 +196,7 @@ class SimulatedArmNode(Node):
         else:
             self.get_logger().warning("crtk_msgs is not installed: no operating_state, no state_command; "
                                       f"the arm stays {initial_state}")
-        if family == "psm":
+        if spec.jaw:
             sub("jaw/servo_jp", JointState, self._jaw_servo_jp)
             sub("jaw/move_jp", JointState, self._jaw_move_jp)
             sub("jaw/servo_jf", JointState, self._jaw_servo_jf)
@@ -214,7 +214,7 @@ class SimulatedArmNode(Node):
         with self._lock:
             self._publish_events()
         self.get_logger().info(
-            f"simulated {self.arm} ({family}, dVRK {dvrk_version}, true parameters {config.parameter_file.name}): "
+            f"simulated {self.arm} ({spec.model}, dVRK {dvrk_version}, true parameters {config.parameter_file.name}): "
             f"{self.sim.status.describe()}, built-in gravity compensation "
             f"{'on' if self.sim.builtin_gravity_compensation else 'off'}; state at {self.publish_rate:g} Hz, "
             f"physics at {physics_rate:g} Hz, "
@@ -268,15 +268,16 @@ class SimulatedArmNode(Node):
 
     def _with_jaw(self, values, reference: np.ndarray) -> np.ndarray:
         arr = np.asarray(values, dtype=float)
-        if self.arm_joints == 7 or arr.size != self.arm_joints:
+        if self.arm_joints == self.sim.dof or arr.size != self.arm_joints:
             return arr
-        return np.append(arr, reference[6])
+        return np.append(arr, reference[self.arm_joints:])
 
     def _servo_jp(self, msg: JointState) -> None:
         self.sim.require_ready("servo_jp")
         q_ref, qd_ref = self.sim.servo_reference()
         velocity = self._with_jaw(msg.velocity, qd_ref) if len(msg.velocity) else None
-        joints = None if self.arm_joints == 7 or len(msg.position) != 6 else np.arange(6)
+        joints = None if self.arm_joints == self.sim.dof or len(msg.position) != self.arm_joints \
+            else np.arange(self.arm_joints)
         self.sim.servo_jp(self._with_jaw(msg.position, q_ref), velocity, at=self._command_time(msg), joints=joints)
 
     def _move_jp(self, msg: JointState) -> None:
@@ -286,7 +287,7 @@ class SimulatedArmNode(Node):
     def _servo_jf(self, msg: JointState) -> None:
         self.sim.require_ready("servo_jf", effort=True)
         effort = np.asarray(msg.effort, dtype=float)
-        if self.arm_joints == 6 and effort.size == 6:
+        if self.arm_joints < self.sim.dof and effort.size == self.arm_joints:
             effort = np.append(effort, self._jaw_effort)
         self.sim.servo_jf(effort)
 
@@ -303,14 +304,14 @@ class SimulatedArmNode(Node):
         self.sim.require_ready("jaw/servo_jp")
         q_ref, qd_ref = self.sim.servo_reference()  # the arm's joints keep their setpoint
         q, qd = q_ref.copy(), qd_ref.copy()
-        q[6] = self._jaw(msg, "position")
-        qd[6] = self._jaw(msg, "velocity") if len(msg.velocity) else 0.0
-        self.sim.servo_jp(q, qd, at=self._command_time(msg), joints=[6])
+        q[self.jaw] = self._jaw(msg, "position")
+        qd[self.jaw] = self._jaw(msg, "velocity") if len(msg.velocity) else 0.0
+        self.sim.servo_jp(q, qd, at=self._command_time(msg), joints=[self.jaw])
 
     def _jaw_move_jp(self, msg: JointState) -> None:
         self.sim.require_ready("jaw/move_jp")
         q = self.sim.q_ref.copy()
-        q[6] = self._jaw(msg, "position")
+        q[self.jaw] = self._jaw(msg, "position")
         self.sim.move_jp(q)
 
     def _jaw_servo_jf(self, msg: JointState) -> None:
@@ -318,7 +319,7 @@ class SimulatedArmNode(Node):
         self._jaw_effort = self._jaw(msg, "effort")
         if self.sim.mode == "effort":
             effort = self.sim.effort_command.copy()
-            effort[6] = self._jaw_effort
+            effort[self.jaw] = self._jaw_effort
             self.sim.servo_jf(effort)
 
     # -- time and state -------------------------------------------------------------
@@ -352,15 +353,16 @@ class SimulatedArmNode(Node):
 
         joint_state("measured_js", names, sample.position[:n], sample.velocity[:n], sample.effort[:n])
         joint_state("setpoint_js", names, sample.setpoint_position[:n], None, sample.setpoint_effort[:n])
-        if self.family == "psm":
-            jaw_stamp = valid_stamp if n == 6 else INVALID_STAMP  # no tool: no jaw
+        if self.spec.jaw:
+            with_tool = n < self.sim.dof
+            jaw_stamp = valid_stamp if with_tool else INVALID_STAMP  # no tool: no jaw
             zero = np.zeros(1)
-            jaw = (lambda a: a[6:]) if n == 6 else (lambda a: zero)
+            jaw = (lambda a: a[self.jaw:]) if with_tool else (lambda a: zero)
             joint_state("jaw/measured_js", ["jaw"], jaw(sample.position), jaw(sample.velocity), jaw(sample.effort),
                         jaw_stamp)
             joint_state("jaw/setpoint_js", ["jaw"], jaw(sample.setpoint_position), None,
                         jaw(sample.setpoint_effort), jaw_stamp)
-        else:
+        if self.spec.gripper:
             joint_state("gripper/measured_js", ["gripper"], [0.0], None, None)
         # the flag is readable in any state: the torques while it is on, zeros while it is off
         joint_state("gravity_compensation/setpoint_js", names, None, None,

@@ -34,8 +34,8 @@ state with the setpoint the arm had been sent at the state's stamp. The final
 log line gives the stream's interval median and p99, missed periods, stalls
 and time held.
 
-The arm (../shared/reference/dvrk-ros2-interface.md, "What the real arm
-does"): nothing is commanded until ``/<ARM>/operating_state`` says ENABLED,
+The arm (README.md, "On a real dVRK"; :mod:`dvrk_ident_ros.arm_state`):
+nothing is commanded until ``/<ARM>/operating_state`` says ENABLED,
 homed and not busy (where crtk_msgs is absent: until valid state arrives), the
 player says once what it waits for and refuses after ``ready_timeout``; with
 ``home_arm`` it sends ``enable`` and ``home`` itself. A ``measured_js`` with
@@ -66,7 +66,7 @@ from std_msgs.msg import Bool
 from dvrk_ident.action import PlayTrajectory
 from dvrk_ident.msg import PlayerStatus, RecorderStatus
 from dvrk_ident_ros.arm_state import CrtkState, OperatingStatus, stamp_is_valid
-from dvrk_ident_ros.arms import player_status_topic, recorder_status_topic
+from dvrk_ident_ros.arms import arm_spec, player_status_topic, recorder_status_topic
 from dvrk_ident_ros.data.interfaces import stamp_seconds
 from dvrk_ident_ros.errors import DataError, DvrkIdentError, SafetyError
 from dvrk_ident_ros.excitation import playback
@@ -78,13 +78,14 @@ from dvrk_ident_ros.nodes.common import (
     EVENT_QOS,
     STATE_QOS,
     ArmStateMonitor,
-    arm_family,
     check_arm_name,
-    declare,
+    declare_parameters,
     fill_joint_state,
     run,
     shutdown_requested,
 )
+from dvrk_ident_ros.parameters.trajectory_player import SCHEMA as PARAMETERS
+from dvrk_ident_ros.player_phase import PlayerPhase
 from dvrk_ident_ros.safety import CommandChecker
 
 Result = PlayTrajectory.Result
@@ -121,56 +122,53 @@ class Session:
     reason: str = ""  # the current reason for waiting, and since when (steady)
     reason_since: float = 0.0
     commands_sent: int = 0
-    last_setpoint: np.ndarray | None = None
     clock: StreamClock | None = None  # the Fourier stream's timing
-    max_error: np.ndarray = field(default_factory=lambda: np.zeros(7))  # per joint, over the tracking checks
+    max_error: np.ndarray = field(default_factory=lambda: np.zeros(0))  # per joint, over the tracking checks
     rate_checked: bool = False
     ticks: int = 0
-    last_phase: int = -1
+    last_phase: PlayerPhase | None = None  # the last status's (sent again at once when it changes)
     skipped: list[str] = field(default_factory=list)
 
 
 class TrajectoryPlayerNode(Node):
     def __init__(self) -> None:
         super().__init__("trajectory_player")
-        self.arm = check_arm_name(declare(self, "arm", "PSM1"))
-        self.trajectory_file = str(declare(self, "trajectory_file", ""))
-        self.autostart = bool(declare(self, "autostart", False))
-        self.stream_rate = float(declare(self, "stream_rate", 500.0))
-        self.ramp_speed = float(declare(self, "ramp_in_speed", 0.2))
-        tracking_limit = declare(self, "tracking_error_limit", [], object)  # a list; checked below
-        self.stale_timeout = float(declare(self, "stale_timeout", 0.1))
-        self.speed_scale = float(declare(self, "speed_scale", 1.0))
-        self.periods = int(declare(self, "periods", 0))
-        self.pose_stride = int(declare(self, "pose_stride", 1))
-        self.sweep_stride = int(declare(self, "sweep_stride", 1))
-        self.pose_tolerance = float(declare(self, "pose_tolerance", 0.02))
-        self.wait_for_recorder = bool(declare(self, "wait_for_recorder", True))
-        self.recorder_timeout = float(declare(self, "recorder_timeout", 15.0))
-        self.ready_timeout = float(declare(self, "ready_timeout", 60.0))
-        self.home_arm = bool(declare(self, "home_arm", False))
-        if self.recorder_timeout <= 0.0:
-            raise DvrkIdentError(f"recorder_timeout {self.recorder_timeout} s: expected > 0")
-        if not self.ready_timeout > 0.0:
-            raise DvrkIdentError(f"ready_timeout {self.ready_timeout} s: expected > 0")
-        if not 1.0 <= self.stream_rate <= 2000.0:
-            raise DvrkIdentError(f"stream_rate {self.stream_rate} Hz: expected 1..2000 Hz")
-        self.family = arm_family(self.arm)
+        # types and ranges checked there (timeouts > 0, stream_rate 1..2000 Hz, speed_scale (0, 1])
+        params = declare_parameters(self, PARAMETERS, on_change={"speed_scale": self._set_speed_scale})
+        self.arm = check_arm_name(params["arm"])
+        self.trajectory_file = str(params["trajectory_file"])
+        self.autostart = bool(params["autostart"])
+        self.stream_rate = float(params["stream_rate"])
+        self.ramp_speed = float(params["ramp_in_speed"])
+        tracking_limit = params["tracking_error_limit"]  # [] = the arm's; checked against the arm below
+        self.stale_timeout = float(params["stale_timeout"])
+        self.speed_scale = float(params["speed_scale"])
+        self.periods = int(params["periods"])
+        self.pose_stride = int(params["pose_stride"])
+        self.sweep_stride = int(params["sweep_stride"])
+        self.pose_tolerance = float(params["pose_tolerance"])
+        self.wait_for_recorder = bool(params["wait_for_recorder"])
+        self.recorder_timeout = float(params["recorder_timeout"])
+        self.ready_timeout = float(params["ready_timeout"])
+        self.home_arm = bool(params["home_arm"])
+        self.spec = arm_spec(self.arm)  # the arm family's traits (jaw, pose grids: the arm registry)
+        self.family = self.spec.model
         self.model = load_model(self.family)
         description = self.model.description
         self.names = list(description.dvrk_joint_names)
         self.tracking_limits = playback.tracking_limits(tracking_limit, description.tracking_error, self.names,
                                                         f"the arm description {description.path.name}")
-        variant = self.arm if self.family == "mtm" else None
+        variant = self.spec.variant(self.arm)
         self.checker = CommandChecker(self.model, variant)  # excitation limits (as `trajectory check`)
         self.grid_checker = CommandChecker(self.model, variant, section="hardware")  # pose grids
-        self.arm_joints = 6 if self.family == "psm" else 7
+        self.arm_joints = self.spec.arm_joints  # on measured_js: all but the jaw
+        self.jaw = self.spec.jaw_index  # the jaw's index (on /<ARM>/jaw/*), or None
         self.q = np.zeros(self.model.dof)
         self._state_time: float | None = None  # node-clock time the last valid state arrived
         self._state_stamp = 0.0  # its header stamp: the time the positions were measured
         self._last_sample = ""  # what the last measured_js was: "valid", "stamp 0" or "k positions"
         self.invalid_samples = 0  # measured_js samples with stamp 0 (the arm was not ready): ignored
-        self._jaw_seen = self.family != "psm"
+        self._jaw_seen = self.jaw is None
         self.session: Session | None = None
         self.exit_code: int | None = None
         self._autostarted = False
@@ -185,7 +183,7 @@ class TrajectoryPlayerNode(Node):
                 "valid (non-zero) measured_js stamps only" + ("; home_arm cannot home it" if self.home_arm else ""))
         self._pub_servo = self.create_publisher(JointState, f"/{self.arm}/servo_jp", STATE_QOS)
         self._pub_move = self.create_publisher(JointState, f"/{self.arm}/move_jp", 10)
-        if self.family == "psm":
+        if self.jaw is not None:
             self._pub_jaw_servo = self.create_publisher(JointState, f"/{self.arm}/jaw/servo_jp", STATE_QOS)
             self._pub_jaw_move = self.create_publisher(JointState, f"/{self.arm}/jaw/move_jp", 10)
             self.create_subscription(JointState, f"/{self.arm}/jaw/measured_js", self._on_jaw, LATEST_STATE_QOS)
@@ -210,7 +208,6 @@ class TrajectoryPlayerNode(Node):
             self._clock_watch = self.create_timer(NO_CLOCK_WARNING, self._check_clock,
                                                   clock=Clock(clock_type=ClockType.STEADY_TIME))
         self._idle_ticks = 0
-        self._rejections = 0
         limits = ", ".join(f"{n} {v:g}" for n, v in zip(self.names, self.tracking_limits, strict=True))
         self.get_logger().info(f"{self.arm}: player ready (action /{self.arm}/play_trajectory"
                                + (f", autostart {self.trajectory_file}" if self.autostart else "")
@@ -241,7 +238,6 @@ class TrajectoryPlayerNode(Node):
                 self._abort_not_ready(self.arm_state.reason() or self._invalid_data_reason())
             return
         if len(msg.position) != n or not all(np.isfinite(msg.position)):
-            self._rejections += 1
             self._last_sample = f"{len(msg.position)} positions"
             self.get_logger().warning(f"measured_js rejected: {len(msg.position)} positions (expected {n}) or NaN",
                                       throttle_duration_sec=1.0)
@@ -260,7 +256,7 @@ class TrajectoryPlayerNode(Node):
         if not stamp_is_valid(msg.header.stamp.sec, msg.header.stamp.nanosec):
             return  # invalid data; measured_js says (and counts) the same
         if len(msg.position) == 1 and np.isfinite(msg.position[0]):
-            self.q[6] = msg.position[0]
+            self.q[self.jaw] = msg.position[0]
             self._jaw_seen = True
 
     def _on_arm_change(self, old: OperatingStatus | None, new: OperatingStatus) -> None:
@@ -303,7 +299,7 @@ class TrajectoryPlayerNode(Node):
             return self._invalid_data_reason()
         if stale and self._last_sample.endswith("positions"):
             return f"/{self.arm}/measured_js has {self._last_sample} (expected {self.arm_joints})" \
-                   + (": is a tool engaged?" if self.family == "psm" else "")
+                   + (": is a tool engaged?" if self.jaw is not None else "")
         if stale:
             return f"no recent /{self.arm}/measured_js: is the arm (or the simulator) running?"
         if not self._jaw_seen:
@@ -315,10 +311,15 @@ class TrajectoryPlayerNode(Node):
                "not homed or in FAULT): power on and home it from the console"
 
     # -- sessions ----------------------------------------------------------------------
+    def _set_speed_scale(self, value: float) -> None:
+        """Run time: the speed of the next play without its own (a run under way keeps its plan, and every plan
+        is checked against the limits before any motion)."""
+        self.speed_scale = float(value)
+
     def _plan(self, path: Path, speed_scale: float):
         raw = read_document(path)
         if isinstance(raw, dict) and raw.get("format") == GRID_FORMAT:
-            if self.family != "mtm":
+            if not self.spec.gc_fits:  # grids collect the data of a gc fit (MLSE)
                 raise DataError(f"{path}: pose grids are for the MTMs, not the {self.arm}")
             grid = load_grid(path, arm=self.arm)
             return playback.GridPlayback(grid, self.grid_checker, pose_stride=self.pose_stride,
@@ -345,7 +346,8 @@ class TrajectoryPlayerNode(Node):
             self.get_logger().warning(f"{len(skipped)} poses outside the {self.arm}'s limits left out "
                                       f"(first: {skipped[0]})")
         self.session = Session(plan, kind, path, time.monotonic(), goal_handle, Future(),
-                               playback.TrackingMonitor(self.names, self.tracking_limits), skipped=skipped)
+                               playback.TrackingMonitor(self.names, self.tracking_limits), skipped=skipped,
+                               max_error=np.zeros(self.model.dof))
         return self.session
 
     def _wait(self, s: Session) -> None:
@@ -439,8 +441,8 @@ class TrajectoryPlayerNode(Node):
         duration = self.now() - s.start if s.started else 0.0
         result = Result(outcome=outcome, message=message, duration=duration,
                         max_tracking_error=s.monitor.max_error, commands_sent=s.commands_sent)
-        phase = playback.DONE if outcome == Result.OUTCOME_SUCCEEDED else playback.ABORTED
-        self._publish_status(s, phase, 1.0 if phase == playback.DONE else 0.0)
+        phase = PlayerPhase.DONE if outcome == Result.OUTCOME_SUCCEEDED else PlayerPhase.ABORTED
+        self._publish_status(s, phase, 1.0 if phase == PlayerPhase.DONE else 0.0)
         # one severity per call site (rclpy refuses a call site whose severity changes)
         if not s.started:
             line = f"cannot play {s.trajectory_file}: {message} (nothing sent)"
@@ -476,9 +478,9 @@ class TrajectoryPlayerNode(Node):
         pub = self._pub_move if move else self._pub_servo
         pub.publish(fill_joint_state(JointState(), stamp, self.names[:n], q[:n],
                                      None if velocity is None else velocity[:n]))
-        if n == 6:
+        if self.jaw is not None:
             jaw = self._pub_jaw_move if move else self._pub_jaw_servo
-            jaw.publish(fill_joint_state(JointState(), stamp, ["jaw"], q[6:]))
+            jaw.publish(fill_joint_state(JointState(), stamp, ["jaw"], q[self.jaw:]))
 
     def _tick(self) -> None:
         s = self.session
@@ -535,7 +537,7 @@ class TrajectoryPlayerNode(Node):
             outcome = Result.OUTCOME_ABORTED_TRACKING if "tracking" in str(exc) or "not reached" in str(exc) \
                 else Result.OUTCOME_REJECTED_LIMITS
             return self._finish(outcome, f"aborted: {exc}")
-        if sp.phase == playback.DONE:
+        if sp.phase == PlayerPhase.DONE:
             return self._finish(Result.OUTCOME_SUCCEEDED, "done")
         # every phase change (the recorder's sampling windows start there), and at about 50 Hz
         if sp.phase != s.last_phase or s.ticks % max(1, round(self.stream_rate / 50)) == 0:
@@ -560,7 +562,7 @@ class TrajectoryPlayerNode(Node):
                 self.get_logger().warning(f"the stream runs at about {1.0 / max(stats.median, 1e-9):.0f} Hz, not "
                                           f"{self.stream_rate:g} Hz{hint}")
 
-    def _publish_status(self, s: Session, phase: int, progress: float, sp=None) -> None:
+    def _publish_status(self, s: Session, phase: PlayerPhase, progress: float, sp=None) -> None:
         status = PlayerStatus(arm=self.arm, trajectory_file=s.trajectory_file, phase=phase, progress=float(progress))
         status.header.stamp = self.get_clock().now().to_msg()
         if sp is not None:

@@ -81,8 +81,8 @@ def _quintic(s: float) -> tuple[float, float]:
 
 
 def builtin_compensation_at_start(config: SimConfig, dvrk_version: str) -> bool:
-    """Whether the dVRK's own gravity compensation is on at start: the arm family's setting
-    (config/sim/<family>.yaml: on for the MTM) on dVRK 2.4, off on 2.3."""
+    """Whether the dVRK's own gravity compensation is on at start: the simulated arm's setting
+    (its ``simulation`` file, config/sim/<family>.yaml: on for the MTM) on dVRK 2.4, off on 2.3."""
     if str(dvrk_version) not in DVRK_VERSIONS:
         raise DvrkIdentError(f"dvrk_version {dvrk_version!r}: expected one of {', '.join(DVRK_VERSIONS)}")
     return bool(config.builtin_gravity_compensation) and str(dvrk_version) == "2.4"
@@ -164,7 +164,7 @@ class SimulatedArm:
         self.dt = 1.0 / physics_rate
         self.operating = OperatingMachine(initial_state, homing_time)
         self.tracking_limit = tracking_limits(config, fault_tracking_error)
-        self.tool_engaged = bool(tool_engaged) or config.family != "psm"
+        self.tool_engaged = bool(tool_engaged) or config.spec.jaw is None  # only an arm with a jaw has a tool
         self.physics = ArmPhysics(model, config.delta, coulomb_velocity=config.coulomb_velocity)
         self._static_at: np.ndarray | None = None
         self._static = np.zeros(self.dof)

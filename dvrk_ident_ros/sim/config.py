@@ -1,4 +1,5 @@
-"""The simulated arms' configuration (config/sim/<family>.yaml) and "true" parameters.
+"""The simulated arms' configuration (the arm registry's ``simulation`` file: config/sim/<family>.yaml) and
+"true" parameters.
 
 The YAML gives the file of true standard parameters (a dvrk_ident parameter
 file, its origin documented in config/sim/README.md), the PID gains and torque
@@ -14,10 +15,10 @@ from pathlib import Path
 
 import numpy as np
 
+from dvrk_ident_ros.arms import ArmSpec, arm_spec
 from dvrk_ident_ros.errors import DescriptionError
 from dvrk_ident_ros.files import read_document
 from dvrk_ident_ros.model.arm_model import ArmModel, load_model
-from dvrk_ident_ros.model.description import config_directory
 from dvrk_ident_ros.sim.noise import NoiseLevels
 from dvrk_ident_ros.sim.servo import PidGains
 
@@ -37,8 +38,11 @@ class SimConfig:
     parameter_file: Path
     coulomb_velocity: float = 0.02
     prismatic: np.ndarray = None  # type: ignore[assignment]  # per dVRK joint: True for a prismatic joint
+    spec: ArmSpec | None = None  # the arm family's traits (arm registry); None: from ``family``
 
     def __post_init__(self) -> None:
+        if self.spec is None:
+            self.spec = arm_spec(self.family)
         if self.prismatic is None:
             self.prismatic = prismatic_joints(self.model)
 
@@ -72,10 +76,14 @@ def load_true_parameters(model: ArmModel, path: Path) -> np.ndarray:
 
 
 def load_sim_config(family: str, path: str | Path | None = None, parameters: str | Path | None = None) -> SimConfig:
-    family = family.lower()
-    path = Path(path) if path else config_directory() / "sim" / f"{family}.yaml"
+    """The simulated arm of an arm, family or model name (MTML, mtm, ...: the arm registry's ``simulation``
+    file unless ``path`` is given), its true parameters from that file unless ``parameters`` is given."""
+    spec = arm_spec(family)
+    if path is None and spec.simulation is None:
+        raise DescriptionError(f"{spec.description}: dvrk.simulation: the {spec.family} has no simulated arm")
+    path = Path(path) if path else spec.simulation
     raw = read_document(path)
-    model = load_model(family)
+    model = load_model(spec.model)
     n = model.dof
     parameter_file = Path(parameters) if parameters else path.parent / str(raw.get("parameters"))
     servo = raw.get("servo") or {}
@@ -87,7 +95,7 @@ def load_sim_config(family: str, path: str | Path | None = None, parameters: str
     if amplitude.ndim != 2 or amplitude.shape[0] != n:
         raise DescriptionError(f"{path}: hysteresis.amplitude: expected {n} rows of polynomial coefficients")
     return SimConfig(
-        family=family, model=model, delta=load_true_parameters(model, parameter_file), gains=gains,
+        family=spec.model, spec=spec, model=model, delta=load_true_parameters(model, parameter_file), gains=gains,
         noise=NoiseLevels(_vector(noise, "resolution", n, path), _vector(noise, "effort_std", n, path),
                           _vector(noise, "effort_resolution", n, path) if "effort_resolution" in noise else None),
         hysteresis=amplitude, hysteresis_width=float(hyst.get("width", 0.02)), home=_vector(raw, "home", n, path),

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from dvrk_ident_ros.player_phase import PlayerPhase
+
 
 def header(x: float):
     """A std_msgs/Header stamped ``x`` seconds (0.0: the dVRK's mark of invalid data)."""
@@ -14,7 +16,7 @@ def header(x: float):
     return Header(stamp=Time(sec=int(x), nanosec=round((x - int(x)) * 1e9)), frame_id="")
 
 
-def player_status(x: float, arm: str, phase: int, trajectory_file: str = "t.yaml", pose_index: int = 0,
+def player_status(x: float, arm: str, phase: PlayerPhase, trajectory_file: str = "t.yaml", pose_index: int = 0,
                   pose_count: int = 0, direction: int = 0):
     """A dvrk_ident/msg/PlayerStatus of ``arm``'s player, stamped ``x``."""
     from dvrk_ident_ros.data.interfaces import PLAYER_STATUS, typestore

@@ -9,6 +9,7 @@ import rclpy
 from spin import spin_until_interrupted
 
 from dvrk_ident.msg import GravityCompensationDiagnostics
+from dvrk_ident_ros.gc.supervisor import CompensationState
 
 
 def make_message(seq: int) -> GravityCompensationDiagnostics:
@@ -20,7 +21,7 @@ def make_message(seq: int) -> GravityCompensationDiagnostics:
     msg.blend_weight = [0.5] * 7
     msg.total_torque = [g + d for g, d in zip(msg.gravity_torque, msg.disturbance_torque, strict=True)]
     msg.saturated = [i == 3 for i in range(7)]
-    msg.state = GravityCompensationDiagnostics.STATE_ACTIVE
+    msg.state = CompensationState.ACTIVE
     msg.ramp_scale = 1.0
     msg.parameter_source = "gc-MTML-00000.json"
     msg.model_kind = "mlse"

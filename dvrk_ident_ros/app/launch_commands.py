@@ -3,7 +3,7 @@ files where ``ros2 run`` and ``ros2 launch`` are absent (the project's virtual e
 
 ``run`` executes one node as ``ros2 run dvrk_ident <node>`` would (the arguments, ``--ros-args`` ones
 included, go to the node; its exit status is the command's). ``launch`` runs the plan of a launch file
-(:class:`~dvrk_ident_ros.launcher.LaunchPlan`): the same nodes, names, parameters and exit rules as
+(:class:`~dvrk_ident_ros.app.launcher.LaunchPlan`): the same nodes, names, parameters and exit rules as
 ``launch/<file>.launch.py``, whose declared arguments (names, defaults, descriptions) it reads from the
 file itself. The status is the launch's: non-zero when a node failed.
 """
@@ -19,8 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from dvrk_ident_ros.app.launch_support import LaunchArgumentError, canonical_values, trajectory_path
 from dvrk_ident_ros.errors import DvrkIdentError
-from dvrk_ident_ros.launch_support import LaunchArgumentError, canonical_values, trajectory_path
 
 #: The package's node executables (console scripts of setup.cfg besides dvrk-ident).
 NODES = ("simulated_arm", "trajectory_player", "recorder", "identification_service", "gravity_compensation")
@@ -47,6 +47,13 @@ def _launch_file(name: str) -> Path:
     return path
 
 
+def _text(node: ast.expr) -> str:
+    """A string written in a launch file: a literal, or an f-string with each computed part shown as "..."."""
+    if isinstance(node, ast.JoinedStr):
+        return "".join(str(v.value) if isinstance(v, ast.Constant) else "..." for v in node.values)
+    return str(ast.literal_eval(node))
+
+
 def declared_arguments(path: Path) -> list[Argument]:
     """The launch arguments a launch file declares, read from its source (``launch`` is not imported)."""
     tree = ast.parse(path.read_text(), filename=str(path))
@@ -68,7 +75,7 @@ def declared_arguments(path: Path) -> list[Argument]:
             default_from, default = configurations[default.id], None
         elif default is not None:
             default = ast.literal_eval(default)
-        description = ast.literal_eval(keywords["description"]) if "description" in keywords else ""
+        description = _text(keywords["description"]) if "description" in keywords else ""
         choices = tuple(ast.literal_eval(keywords["choices"])) if "choices" in keywords else ()
         arguments.append(Argument(name, default, description, choices, default_from))
     return arguments
@@ -108,7 +115,7 @@ def _is_true(text: str) -> bool:
 # -- the plans of the launch files (keep in step with launch/*.launch.py) ---------------------------------
 def collect_plan(values: dict[str, str]):
     """collect.launch.py: [simulated arm,] recorder, trajectory player (required)."""
-    from dvrk_ident_ros.launcher import PlannedNode
+    from dvrk_ident_ros.app.launcher import PlannedNode
 
     values = {**values, **canonical_values(values, ("sim", "home_arm", "autostart"), "arm")}
     arm, sim = values["arm"], _is_true(values["sim"])
@@ -130,7 +137,7 @@ def collect_plan(values: dict[str, str]):
 
 def gravity_compensation_plan(values: dict[str, str]):
     """gravity_compensation.launch.py: the compensation node (required)."""
-    from dvrk_ident_ros.launcher import PlannedNode
+    from dvrk_ident_ros.app.launcher import PlannedNode
 
     values = {**values, **canonical_values(values, ("use_sim_time",), "arm")}
     arm = values["arm"]
@@ -141,7 +148,7 @@ def gravity_compensation_plan(values: dict[str, str]):
 
 def identify_plan(values: dict[str, str]):
     """identify.launch.py: the /identify service (required)."""
-    from dvrk_ident_ros.launcher import PlannedNode
+    from dvrk_ident_ros.app.launcher import PlannedNode
 
     return [PlannedNode("identification_service", {"output_directory": values["output_directory"],
                                                    "data_directory": values["data_directory"]},
@@ -150,7 +157,7 @@ def identify_plan(values: dict[str, str]):
 
 def sim_plan(values: dict[str, str]):
     """sim.launch.py: a simulated arm (required)."""
-    from dvrk_ident_ros.launcher import PlannedNode
+    from dvrk_ident_ros.app.launcher import PlannedNode
 
     values = {**values, **canonical_values(values, ("use_sim_time",), "arm")}
     arm, clock = values["arm"], _is_true(values["use_sim_time"])
@@ -203,7 +210,7 @@ def _show_arguments(name: str) -> None:
 
 
 def _launch(args: argparse.Namespace) -> int:
-    from dvrk_ident_ros.launcher import LaunchPlan, ros_environment
+    from dvrk_ident_ros.app.launcher import LaunchPlan, ros_environment
 
     name = args.file.removesuffix(".py").removesuffix(".launch")
     # the options may also come after the arguments (argparse gathers those into the remainder)
@@ -238,7 +245,7 @@ def _launch(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     """Replace this process by the node (its exit status is the command's)."""
-    from dvrk_ident_ros.launcher import ros_environment
+    from dvrk_ident_ros.app.launcher import ros_environment
 
     env = ros_environment(isolated=False)
     argv = [sys.executable, "-m", f"dvrk_ident_ros.nodes.{args.node}", *args.node_args]

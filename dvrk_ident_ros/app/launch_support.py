@@ -1,6 +1,6 @@
 """What the package's launch files (launch/*.launch.py) share: argument conventions and exit statuses.
 
-Launch files import it (``from dvrk_ident_ros.launch_support import ...``):
+Launch files import it (``from dvrk_ident_ros.app.launch_support import ...``):
 the package is on the Python path of a sourced workspace. The rules are plain
 functions (ROS-free, unit-tested without the ``launch`` package, which has no
 wheel here); only :func:`canonical_arguments`, :func:`resolve_trajectory` and
@@ -31,8 +31,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dvrk_ident_ros.arms import arm_family, canonical_arm
-from dvrk_ident_ros.errors import DvrkIdentError
+from dvrk_ident_ros.arms import arm_spec, canonical_arm
+from dvrk_ident_ros.errors import DataError, DvrkIdentError
 from dvrk_ident_ros.files import resolve_package_file
 
 _TRUE = ("true", "1")
@@ -70,8 +70,12 @@ def canonical_values(values: dict[str, str], booleans: tuple[str, ...] = (), arm
 
 
 def default_trajectory(arm: str) -> str:
-    """The shipped excitation trajectory of the arm's family (package-relative)."""
-    return f"config/trajectories/{arm_family(arm)}_fourier.yaml"
+    """The default excitation trajectory of the arm's family (the arm registry's ``trajectory``)."""
+    path = arm_spec(canonical_arm(arm)).trajectory
+    if path is None:
+        raise DataError(f"the {canonical_arm(arm)} has no default trajectory (dvrk.trajectory of its description): "
+                        "give trajectory_file")
+    return str(path)
 
 
 def trajectory_path(arm: str, given: str) -> Path:

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from dvrk_ident_ros.errors import DataError, SolverError
+from dvrk_ident_ros.estimators import GRAVITY, estimator
 
 
 @dataclass
@@ -84,8 +85,8 @@ def gc_fit_job(data_path: str | Path, arm: str | None, out: Path | None, *, seri
                effort: str = "setpoint") -> JobOutcome:
     """``effort``: a bag's commanded ("setpoint", Lin 2019's choice) or "measured" effort."""
     from dvrk_ident_ros.gc.crossval import select_orders
-    from dvrk_ident_ros.gc.data import load_poses
-    from dvrk_ident_ros.gc.mlse import fit_mlse, fit_slse, relative_errors
+    from dvrk_ident_ros.gc.loaders import load_poses
+    from dvrk_ident_ros.gc.mlse import FITS, relative_errors
     from dvrk_ident_ros.gc.params import SIDES, GcParameters
 
     timings: dict[str, float] = {}
@@ -98,7 +99,7 @@ def gc_fit_job(data_path: str | Path, arm: str | None, out: Path | None, *, seri
     t0 = time.perf_counter()
     if orders == "auto":
         orders, _ = select_orders(data)
-    fit = (fit_slse if method == "slse" else fit_mlse)(data, orders or None)
+    fit = FITS[estimator(method, GRAVITY).name](data, orders or None)
     timings["fit"] = time.perf_counter() - t0
     used = fit.orders
     upper = np.append(data.tau[:, :6].max(axis=0), 0.0)

@@ -8,18 +8,17 @@ from pathlib import Path
 
 import numpy as np
 
+from dvrk_ident_ros.app.jobs import identification_job
 from dvrk_ident_ros.data.loaders import FORMATS, load_dataset
+from dvrk_ident_ros.estimators import DEFAULT_ESTIMATOR, DYNAMICS, estimator_names, method_help
 from dvrk_ident_ros.model.arm_model import load_model
 
 # The estimators (cvxpy, matplotlib) are imported by the handlers that use them,
 # so that every other command starts quickly.
 FORMAT_CHOICES = list(FORMATS)
-METHODS = ("sdp", "wls", "ols")
 
 
 def _identify(args: argparse.Namespace) -> int:
-    from dvrk_ident_ros.jobs import identification_job
-
     lags = "auto" if args.torque_lags == "auto" else "none"
     outcome = identification_job(args.arm, args.data, args.method, Path(args.out), args.format, cutoff=args.cutoff,
                                  torque_lags=lags, plots=not args.no_plots)
@@ -57,7 +56,8 @@ def add_identify_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--arm", required=True)
     p.add_argument("--data", required=True, nargs="+", help="recording(s): bag directory, CSV or NPZ")
     p.add_argument("--format", choices=FORMAT_CHOICES, default=None, help="default: from the file")
-    p.add_argument("--method", choices=METHODS, default="sdp")
+    p.add_argument("--method", choices=estimator_names(DYNAMICS), default=DEFAULT_ESTIMATOR,
+                   help=method_help(DYNAMICS))
     p.add_argument("--out", required=True, help="parameter file (JSON)")
     p.add_argument("--cutoff", type=float, default=None, help="low-pass cutoff, Hz (default: the arm's, 1.8 / 5.4)")
     p.add_argument("--torque-lags", choices=["auto", "none"], default="auto",

@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 
 from dvrk_ident_ros import __version__
-from dvrk_ident_ros.errors import SolverError
-from dvrk_ident_ros.excitation.constraints import cartesian_boxes, coordinate_limits
+from dvrk_ident_ros.arms import arm_spec
+from dvrk_ident_ros.errors import DvrkIdentError, SolverError
 from dvrk_ident_ros.excitation.files import load_trajectory, save_grid, save_trajectory
 from dvrk_ident_ros.excitation.grid import make_grid
 from dvrk_ident_ros.excitation.optimize import (
@@ -21,20 +21,31 @@ from dvrk_ident_ros.excitation.optimize import (
 )
 from dvrk_ident_ros.files import add_command_group, resolve_package_file
 from dvrk_ident_ros.model.arm_model import load_model
-
-DEFAULT_FREQUENCY = {"mtm": 0.1, "psm": 0.18}
+from dvrk_ident_ros.model.limits import cartesian_boxes, coordinate_limits
 
 
 def arm_family(arm: str) -> str:
-    """The arm a description models: psm_simplified describes a psm."""
-    return arm.split("_")[0]
+    """The arm family's model of a description (psm_simplified describes a psm: the arm registry's ``models``);
+    a description outside the registry (a .yaml path) is its own."""
+    try:
+        return arm_spec(arm).model
+    except DvrkIdentError:
+        return arm
+
+
+def default_frequency(arm: str) -> float:
+    """`trajectory optimize`'s base frequency: the arm registry's ``base_frequency`` (0.1 Hz outside it)."""
+    try:
+        return arm_spec(arm).base_frequency
+    except DvrkIdentError:
+        return 0.1
 
 
 def _optimize(args: argparse.Namespace) -> int:
     model = load_model(args.arm)
     limits = coordinate_limits(model, args.variant)
     boxes = cartesian_boxes(model)
-    frequency = args.base_frequency or DEFAULT_FREQUENCY.get(arm_family(model.description.arm), 0.1)
+    frequency = args.base_frequency or default_frequency(model.description.arm)
     print(f"optimising a {args.harmonics}-harmonic trajectory at {frequency} Hz for the {model.description.arm} "
           f"({len(limits)} limited coordinates, {len(boxes)} Cartesian boxes, {args.starts} starts, seed {args.seed})",
           file=sys.stderr)

@@ -12,14 +12,14 @@ import sys
 from collections.abc import Callable, Sequence
 
 from dvrk_ident_ros import __version__
-from dvrk_ident_ros.demo import add_demo_command
+from dvrk_ident_ros.app.commands.excitation import add_trajectory_commands
+from dvrk_ident_ros.app.commands.gc import add_gc_commands
+from dvrk_ident_ros.app.commands.identify import add_identify_commands
+from dvrk_ident_ros.app.commands.model import add_model_commands
+from dvrk_ident_ros.app.demo import add_demo_command
+from dvrk_ident_ros.app.launch_commands import add_launch_command, add_run_command
 from dvrk_ident_ros.environment import ensure_ament_prefix_path, run_checks
 from dvrk_ident_ros.errors import DvrkIdentError
-from dvrk_ident_ros.excitation.commands import add_trajectory_commands
-from dvrk_ident_ros.gc.commands import add_gc_commands
-from dvrk_ident_ros.identify.commands import add_identify_commands
-from dvrk_ident_ros.launch_commands import add_launch_command, add_run_command
-from dvrk_ident_ros.model.commands import add_model_commands
 
 Handler = Callable[[argparse.Namespace], int]
 

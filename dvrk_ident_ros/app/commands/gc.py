@@ -4,10 +4,13 @@ from __future__ import annotations
 import argparse
 import json
 
+from dvrk_ident_ros.app.jobs import gc_fit_job
 from dvrk_ident_ros.errors import DataError
+from dvrk_ident_ros.estimators import GRAVITY, estimator_names, method_help
 from dvrk_ident_ros.files import add_command_group
 from dvrk_ident_ros.gc.crossval import cross_validate, select_orders
-from dvrk_ident_ros.gc.data import EFFORTS, load_poses
+from dvrk_ident_ros.gc.data import EFFORTS
+from dvrk_ident_ros.gc.loaders import load_poses
 from dvrk_ident_ros.gc.mlse import DEFAULT_ORDERS, relative_errors
 from dvrk_ident_ros.gc.params import load_gc
 
@@ -26,8 +29,6 @@ def _orders(text: str | None) -> dict[int, int]:
 
 
 def _fit(args: argparse.Namespace) -> int:
-    from dvrk_ident_ros.jobs import gc_fit_job
-
     orders = "auto" if args.orders == "auto" else _orders(args.orders)
     outcome = gc_fit_job(args.data, args.arm, args.out, serial=args.serial or "unknown", method=args.method,
                          orders=orders, effort=args.effort)
@@ -73,7 +74,7 @@ def add_gc_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--arm", default=None, help="MTML or MTMR (default: from the data path)")
     p.add_argument("--serial", default=None)
     p.add_argument("--orders", default=None, help="polynomial orders of joints 1-6, e.g. 4,1,4,4,4,4, or auto")
-    p.add_argument("--method", choices=["mlse", "slse"], default="mlse")
+    p.add_argument("--method", choices=estimator_names(GRAVITY), default="mlse", help=method_help(GRAVITY))
     p.add_argument("--out", default=None, help="default gc-<ARM>-<SN>.json")
     _add_effort(p)
     p.set_defaults(handler=_fit)

@@ -1,7 +1,7 @@
 """``dvrk-ident demo``: the main job on simulated arms, through the ROS 2 nodes.
 
 No ROS command-line tools are needed: the nodes run as processes started by
-:mod:`dvrk_ident_ros.launcher` (what ``ros2 launch`` does on a full install).
+:mod:`dvrk_ident_ros.app.launcher` (what ``ros2 launch`` does on a full install).
 
 Every simulated arm starts as a freshly started dVRK console leaves it: DISABLED
 and not homed. The player powers it on and homes it (``home_arm``) before it
@@ -33,6 +33,7 @@ import numpy as np
 from dvrk_ident_ros.model.arm_model import load_model
 from dvrk_ident_ros.model.physical import random_physical_parameters
 from dvrk_ident_ros.model.reference import LagrangianReference
+from dvrk_ident_ros.player_phase import PlayerPhase
 
 
 def _model_stage(arm: str, rng: np.random.Generator) -> None:
@@ -75,8 +76,8 @@ def _collect(arm: str, trajectory: Path, bag: Path, logs: Path, env: dict, playe
              timeout: float, rate: float = 100.0) -> float:
     """simulated_arm (+ /clock) + recorder + trajectory_player (autostart) until the player is done. The recorder
     expects the player (as collect.launch.py): a failed run leaves no bag that looks good at ``bag``."""
+    from dvrk_ident_ros.app.launcher import NodeProcess
     from dvrk_ident_ros.errors import DvrkIdentError
-    from dvrk_ident_ros.launcher import NodeProcess
     from dvrk_ident_ros.nodes.clients import ArmClient
 
     start = time.perf_counter()
@@ -119,7 +120,7 @@ def _follow_player(play, client, timeout: float, every: float = 5.0) -> int:
         last_print = now
         elapsed = now - start
         status = client.player_status
-        if status is None or status.phase == 0:
+        if status is None or status.phase == PlayerPhase.IDLE:
             waiting = client.operating.reason() or "the recorder"
             print(f"      {elapsed:4.0f} s: waiting for {waiting}", flush=True)
             continue
@@ -200,8 +201,8 @@ def _reach(client, goal: np.ndarray, attempts: int = 3, timeout: float = 15.0) -
     The previous node's last (zero) servo_jf and this move_jp come from two
     processes: a late servo_jf can arrive second and leave the arm in effort
     mode, as the dVRK would. So the move is sent again until the pose is reached."""
+    from dvrk_ident_ros.app.launcher import wait_for
     from dvrk_ident_ros.errors import DvrkIdentError
-    from dvrk_ident_ros.launcher import wait_for
 
     for _ in range(attempts):
         client.move_jp(goal)
@@ -214,9 +215,9 @@ def _reach(client, goal: np.ndarray, attempts: int = 3, timeout: float = 15.0) -
 
 
 def _hold_stage(gc_file: Path, logs: Path, env: dict, poses: int, seed: int) -> None:
+    from dvrk_ident_ros.app.launcher import NodeProcess, wait_for
     from dvrk_ident_ros.errors import DvrkIdentError
-    from dvrk_ident_ros.gc.data import load_poses
-    from dvrk_ident_ros.launcher import NodeProcess, wait_for
+    from dvrk_ident_ros.gc.loaders import load_poses
     from dvrk_ident_ros.nodes.clients import ArmClient
     from dvrk_ident_ros.sim.arm import SimulatedArm
     from dvrk_ident_ros.sim.config import load_sim_config
@@ -273,7 +274,7 @@ def _hold_stage(gc_file: Path, logs: Path, env: dict, poses: int, seed: int) -> 
 
 
 def run_demo(args: argparse.Namespace) -> int:
-    from dvrk_ident_ros.launcher import NodeProcess, ros_environment
+    from dvrk_ident_ros.app.launcher import NodeProcess, ros_environment
     from dvrk_ident_ros.nodes.clients import ArmClient
 
     rng = np.random.default_rng(args.seed)

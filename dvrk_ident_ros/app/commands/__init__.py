@@ -1,0 +1,1 @@
+"""The ``dvrk-ident`` subcommands, one module per subject (model, excitation, identify, gc)."""

@@ -1,0 +1,38 @@
+"""Parameters of the ``gravity_compensation`` node (full descriptions: config/gravity_compensation.yaml).
+
+Changeable while it runs: ``torque_limit_scale`` (the clamp of the next command: lowering it can only
+reduce the torques; raising it never goes beyond the file's or the arm's own limits, scale 1) and
+``publish_diagnostics`` (whether ~/diagnostics goes with the next command; nothing reaches the arm).
+The arm, the model file and the supervisor's timings are fixed once the node has taken the arm.
+"""
+from __future__ import annotations
+
+from dvrk_ident_ros.parameters.schema import Kind, NodeSchema, Parameter
+
+SCHEMA = NodeSchema("gravity_compensation", (
+    Parameter("arm", Kind.STRING, "MTML", "dVRK arm name, any case: MTML or MTMR (a PSM with an identified model)"),
+    Parameter("parameter_file", Kind.STRING, "",
+              "Model parameters: a dVRK gc-<ARM>-<serial>.json or an identified-model JSON; required"),
+    Parameter("stale_periods", Kind.DOUBLE, 10.0,
+              "Watchdog, in nominal measured_js periods: a sample is late after stale_periods - 1 periods",
+              minimum=1.0, exclusive_minimum=True, expect="more than 1 period"),
+    Parameter("handover_after", Kind.DOUBLE, 1.0,
+              "A state stale this long (and faded to 0 N m) hands the arm back to the dVRK's own compensation",
+              unit="s", minimum=0.0),
+    Parameter("resume_after", Kind.DOUBLE, 1.0,
+              "After a hand-over the arm is taken again once the state has been fresh and ready this long",
+              unit="s", minimum=0.0),
+    Parameter("ramp_in_time", Kind.DOUBLE, 1.0, "Time over which the torque is ramped in from zero",
+              unit="s", minimum=0.0),
+    Parameter("fade_out_time", Kind.DOUBLE, 0.5,
+              "Time over which the torque is faded out to zero (stale state, exit)", unit="s", minimum=0.0),
+    Parameter("torque_limit_scale", Kind.DOUBLE, 1.0,
+              "Scale of the per-joint torque limits (the gc file's, or the arm's for an identified model); at "
+              "run time: the clamp of the next command", minimum=0.0, maximum=1.0, exclusive_minimum=True,
+              runtime=True),
+    Parameter("disable_builtin", Kind.BOOL, True,
+              "Turn the dVRK's own compensation off before the first command and restore it as found"),
+    Parameter("publish_diagnostics", Kind.BOOL, True,
+              "Publish GravityCompensationDiagnostics on ~/diagnostics with every command; at run time: from "
+              "the next command", runtime=True),
+))

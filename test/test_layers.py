@@ -1,0 +1,202 @@
+"""The package's layers, and no import cycle between its modules.
+
+Every import of every module counts, at module level or inside a function (an
+import inside a function hides a dependency from a reader, not from this test).
+A module may import its own layer and the layers below it, never one above; the
+modules' import graph has no cycle at all. The order is defined once, in
+:data:`LAYERS`; a new module outside every listed prefix fails the test until it
+is placed there. Only the ROS layer (``nodes``) imports rclpy or the generated
+interfaces; test_core_without_ros.py imports the rest with rclpy blocked.
+"""
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+import pytest
+from conftest import REPO_ROOT
+
+PACKAGE = "dvrk_ident_ros"
+
+#: Bottom to top. Each layer: the module prefixes (below ``dvrk_ident_ros.``) in it; the longest
+#: matching prefix decides. "" is the package's own __init__ (its version).
+LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("base", ("", "errors", "environment", "files", "cache", "arm_state", "arms", "estimators",
+              "request_paths", "player_phase")),
+    ("model", ("model",)),  # arm descriptions, the symbolic model, base parameters, joint limits
+    ("data", ("data", "safety")),  # recordings; the checks every command passes
+    ("excitation", ("excitation",)),
+    ("identify", ("identify", "identify_request")),
+    ("gc", ("gc",)),  # MTM gravity compensation (MLSE) and the compensation interface
+    ("sim", ("sim",)),  # the simulated arm
+    ("node support", ("parameters", "node_help")),  # the nodes' parameter schemas and --help (ROS-free)
+    ("app", ("app",)),  # CLI commands, jobs, launcher (ROS-free at import)
+    ("nodes", ("nodes",)),  # rclpy: the only layer that imports ROS
+    ("entry", ("app.cli", "app.demo")),  # dvrk-ident and its demo, which drives the nodes as a client
+)
+#: Only modules of these layers may import ROS_MODULES: rclpy and the package's generated interfaces (what
+#: test_core_without_ros.py blocks). Elsewhere, optional ROS extras are imported where used, under a guard
+#: (data/interfaces.py: crtk_msgs' definition; app/launch_support.py: the launch package, for launch files).
+ROS_LAYERS = ("nodes",)
+ROS_MODULES = ("rclpy", "rosidl_runtime_py", "dvrk_ident")
+
+
+def package_modules(root: Path) -> dict[str, Path]:
+    """Every module of the package under ``root`` by dotted name (a package by its own name)."""
+    modules = {}
+    for path in sorted((root / PACKAGE).rglob("*.py")):
+        parts = list(path.relative_to(root).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        modules[".".join(parts)] = path
+    return modules
+
+
+def _resolve(name: str, modules: Iterable[str]) -> str:
+    """The module ``name`` designates: itself, else its longest prefix that is a module."""
+    known = set(modules)
+    while name and name not in known:
+        name = name.rpartition(".")[0]
+    return name
+
+
+def imported_names(module: str, source: str, is_package: bool) -> set[str]:
+    """Every absolute name ``source`` imports (module level, functions, classes), relative imports resolved;
+    ``from x import y`` gives x.y (a submodule or an attribute: the caller resolves it)."""
+    names: set[str] = set()
+    base = module.split(".") if is_package else module.split(".")[:-1]
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            prefix = base[:len(base) - node.level + 1] if node.level else []
+            parent = ".".join(prefix + ([node.module] if node.module else []))
+            names.add(parent)
+            names.update(f"{parent}.{alias.name}" for alias in node.names if alias.name != "*")
+    return names
+
+
+def import_graph(root: Path) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
+    """The package's import graph (module -> package modules it imports) and each module's outside imports
+    (their top-level names)."""
+    modules = package_modules(root)
+    graph: dict[str, set[str]] = {}
+    outside: dict[str, set[str]] = {}
+    for module, path in modules.items():
+        names = imported_names(module, path.read_text(), path.name == "__init__.py")
+        inside = {_resolve(n, modules) for n in names if n == PACKAGE or n.startswith(PACKAGE + ".")}
+        graph[module] = inside - {module, ""}
+        outside[module] = {n.split(".")[0] for n in names if n.split(".")[0] != PACKAGE}
+    return graph, outside
+
+
+def layer_of(module: str, layers=LAYERS) -> int:
+    """The index of ``module``'s layer in ``layers`` (longest matching prefix); KeyError when in none."""
+    rest = module[len(PACKAGE) + 1:] if module.startswith(PACKAGE + ".") else ""
+    best, best_len = None, -1
+    for index, (_, prefixes) in enumerate(layers):
+        for prefix in prefixes:
+            if (rest == prefix or (prefix and rest.startswith(prefix + "."))) and len(prefix) > best_len:
+                best, best_len = index, len(prefix)
+    if best is None:
+        raise KeyError(module)
+    return best
+
+
+def layer_violations(graph: dict[str, set[str]], rank: Callable[[str], int]) -> list[str]:
+    """Every import of a module from a layer above its own."""
+    return sorted(f"{a} -> {b}" for a, deps in graph.items() for b in deps if rank(b) > rank(a))
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import cycle (a -> b -> ... -> a), or None when the graph is acyclic."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                return [*path[path.index(nxt):], nxt]
+            if nxt not in state and (cycle := visit(nxt)):
+                return cycle
+        path.pop()
+        state[node] = 2
+        return None
+
+    for start in sorted(graph):
+        if start not in state and (cycle := visit(start)):
+            return cycle
+    return None
+
+
+@pytest.fixture(scope="module")
+def package_graph():
+    return import_graph(REPO_ROOT)
+
+
+def test_every_module_has_a_layer(package_graph):
+    graph, _ = package_graph
+    unplaced = []
+    for module in graph:
+        try:
+            layer_of(module)
+        except KeyError:
+            unplaced.append(module)
+    assert not unplaced, f"modules in no layer (place them in test_layers.LAYERS): {unplaced}"
+
+
+def test_no_module_imports_a_layer_above_its_own(package_graph):
+    graph, _ = package_graph
+    violations = layer_violations(graph, layer_of)
+    names = [name for name, _ in LAYERS]
+    assert not violations, "imports from a higher layer (" + " < ".join(names) + "):\n" + "\n".join(violations)
+
+
+def test_no_import_cycle(package_graph):
+    graph, _ = package_graph
+    cycle = find_cycle(graph)
+    assert cycle is None, "import cycle: " + " -> ".join(cycle)
+
+
+def test_only_the_ros_layer_imports_ros(package_graph):
+    """The ROS-free core (and the CLI) never import rclpy or the generated interfaces, even in a function."""
+    graph, outside = package_graph
+    ros_ranks = {index for index, (name, _) in enumerate(LAYERS) if name in ROS_LAYERS}
+    offenders = sorted(f"{m}: {', '.join(sorted(outside[m] & set(ROS_MODULES)))}" for m in graph
+                       if layer_of(m) not in ros_ranks and outside[m] & set(ROS_MODULES))
+    assert not offenders, offenders
+
+
+def test_the_graph_sees_function_level_and_relative_imports():
+    source = ("import os\nfrom . import sibling\nfrom .. import errors\n"
+              "def f():\n    from dvrk_ident_ros.gc import law\n    import rclpy\n")
+    names = imported_names("dvrk_ident_ros.gc.data", source, is_package=False)
+    assert {"dvrk_ident_ros.gc.sibling", "dvrk_ident_ros.errors", "dvrk_ident_ros.gc.law", "rclpy", "os"} <= names
+
+
+def test_checks_catch_a_planted_violation_and_cycle():
+    """On a small synthetic graph: a core module importing the app layer, and a two-module cycle."""
+    layers = (("base", ("errors",)), ("core", ("gc",)), ("app", ("app",)))
+    graph = {
+        "dvrk_ident_ros.errors": set(),
+        "dvrk_ident_ros.gc.data": {"dvrk_ident_ros.errors", "dvrk_ident_ros.app.jobs"},  # planted: core -> app
+        "dvrk_ident_ros.gc.bags": {"dvrk_ident_ros.gc.data"},
+        "dvrk_ident_ros.app.jobs": {"dvrk_ident_ros.gc.bags"},
+    }
+
+    def rank(m: str) -> int:
+        return layer_of(m, layers)
+
+    assert layer_violations(graph, rank) == ["dvrk_ident_ros.gc.data -> dvrk_ident_ros.app.jobs"]
+    assert find_cycle(graph) == ["dvrk_ident_ros.app.jobs", "dvrk_ident_ros.gc.bags", "dvrk_ident_ros.gc.data",
+                                 "dvrk_ident_ros.app.jobs"]
+    graph["dvrk_ident_ros.gc.data"] = {"dvrk_ident_ros.errors"}  # the fix: both checks pass
+    assert layer_violations(graph, rank) == [] and find_cycle(graph) is None
+    graph["dvrk_ident_ros.gc.data"] = {"dvrk_ident_ros.gc.bags"}  # same layer, but a cycle
+    assert layer_violations(graph, rank) == [] and find_cycle(graph) is not None
+    with pytest.raises(KeyError):
+        layer_of("dvrk_ident_ros.unplaced", layers)
+    assert rank("dvrk_ident_ros.app.jobs") == 2
