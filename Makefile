@@ -16,6 +16,7 @@ setup:
 
 lint: setup
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
 
 test: setup lint
 	$(PY) -m pytest test

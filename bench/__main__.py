@@ -5,7 +5,8 @@ import importlib
 import sys
 import time
 
-BENCHMARKS = ["model", "identify", "excitation", "gc", "sim", "recorder", "nodes", "gc_outage", "playback"]
+BENCHMARKS = ["model", "identify", "excitation", "gc", "gc_generalisation", "sim", "recorder", "nodes",
+              "gc_outage", "playback", "export", "drift"]
 
 
 def main(argv: list[str]) -> int:

@@ -10,9 +10,9 @@ the drift test in simulation, and the simulated arm's real-time factor under /cl
   echo node (the baseline round trip) and the gravity_compensation node;
   p50/p99/max, answered/sent and the node's CPU per run, then the medians over
   the rounds (this machine is shared: one run can land in a noisy minute).
-- Drift: the simulated MTML collects the shipped grid (every 10th pose), MLSE
-  fits it, and the compensation law alone holds >= 100 random poses within the
-  grid's range for 2 s each (Lin 2019 section V-C protocol); mean tip drift.
+- Drift: bench/bench_drift.py's MTM part (the simulated MTML collects a pose
+  grid, MLSE fits it, the compensation law alone holds >= 100 random poses within
+  the grid's range for 2 s each, Lin 2019 section VI-B); mean tip drift.
 - Real-time factor: simulated_arm with publish_clock, as fast as it can,
   sim time / wall time seen by a subscriber.
 """
@@ -105,42 +105,11 @@ def latency() -> bool:
     return ok
 
 
-def drift(poses: int = 100, stride: int = 10) -> bool:
-    from dvrk_ident_ros.excitation.files import load_grid
-    from dvrk_ident_ros.excitation.playback import GridPlayback
-    from dvrk_ident_ros.gc.law import CompensationLaw
-    from dvrk_ident_ros.gc.mlse import fit_mlse, relative_errors
-    from dvrk_ident_ros.gc.params import GcParameters
-    from dvrk_ident_ros.model.description import config_directory
-    from dvrk_ident_ros.sim.arm import SimulatedArm
-    from dvrk_ident_ros.sim.config import load_sim_config
-    from dvrk_ident_ros.sim.experiments import collect_pose_grid, drift_test, random_poses
+def drift(poses: int = 100) -> bool:
+    """The drift test in simulation: bench/bench_drift.py (the MTM part)."""
+    from bench.bench_drift import mtm
 
-    arm = SimulatedArm(load_sim_config("mtm"), "MTML", seed=1)
-    grid = load_grid(config_directory() / "grids" / "mtml_gc_grid.yaml", arm="MTML")
-    playback = GridPlayback(grid, arm.checker, pose_stride=stride)
-    start = time.perf_counter()
-    data = collect_pose_grid(arm, playback)
-    collect = time.perf_counter() - start
-    fit = fit_mlse(data)
-    errors = relative_errors(fit, data)
-    print(f"  simulated MTML: {len(playback.poses)} grid poses (every {stride}th) collected in {collect:.0f} s; MLSE "
-          "fit error (%) " + " ".join(f"{100 * errors[(i, 'both')]:.1f}" for i in range(1, 7)))
-    params = GcParameters("MTML", "sim", fit.theta(+1), fit.theta(-1), np.append(data.tau[:, :6].max(0), 0) + 0.1,
-                          np.append(data.tau[:, :6].min(0), 0) - 0.1)
-    goals = random_poses(arm, poses, np.random.default_rng(3), fraction=0.8, box=(data.q.min(0), data.q.max(0)))
-    start = time.perf_counter()
-    result = drift_test(arm, CompensationLaw(params), goals)
-    print(f"  drift test, MLSE compensation at 1 kHz, {result.summary()} ({time.perf_counter() - start:.0f} s)")
-
-    class TrueGravity:  # the same protocol with the simulator's exact static torques: the floor of this test
-        def compute(self, q, qd, scale=1.0):
-            return arm.static_torque(arm.model.motor_from_dvrk(np.asarray(q, dtype=float)))
-
-    floor = drift_test(arm, TrueGravity(), goals)
-    print(f"  same poses with the exact gravity/cable torques (hysteresis and friction only): {floor.summary()}")
-    print("  Lin 2019 (real MTM, MLSE): 4.6 mm, 2.31 deg")
-    return len(goals) >= 100
+    return mtm(poses)
 
 
 def real_time_factor() -> bool:

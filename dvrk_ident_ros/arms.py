@@ -234,8 +234,10 @@ def _parse(path: Path, raw: dict[str, Any], spec: dict[str, Any]) -> ArmSpec:
     if jaw is not None and (not joints or jaw != joints[-1]):
         raise fail("jaw", f"{jaw!r} is not the last of dvrk_joint_names {list(joints)}")
     limit = spec.get("compensation_torque_limit")
+    if not isinstance(limit, list | tuple):
+        raise fail("compensation_torque_limit", f"expected {len(joints)} numbers, got {limit!r}")
     try:
-        limits = tuple(float(x) for x in limit)  # type: ignore[union-attr]
+        limits = tuple(float(x) for x in limit)
     except (TypeError, ValueError):
         raise fail("compensation_torque_limit", f"expected {len(joints)} numbers, got {limit!r}") from None
     if len(limits) != len(joints) or not all(0.0 < x < math.inf for x in limits):

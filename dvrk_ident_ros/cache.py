@@ -36,9 +36,18 @@ def write_text_atomically(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
+def module_file(module: ModuleType) -> Path:
+    """The file a module was imported from (for the cache keys)."""
+    if module.__file__ is None:
+        raise ImportError(f"{module.__name__}: imported from no file")
+    return Path(module.__file__)
+
+
 def import_file(path: Path, name: str) -> ModuleType:
     """Import a generated module from its file."""
     spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"{path}: not an importable Python file")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

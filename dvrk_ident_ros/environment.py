@@ -93,6 +93,8 @@ def crtk_messages_check() -> Check:
     except Exception as exc:  # noqa: BLE001
         return Check("crtk_msgs", True, f"absent ({type(exc).__name__}): the nodes cannot read the arm's "
                      "operating state and rely on stamp-0 samples only")
+    if module.__file__ is None:
+        return Check("crtk_msgs", True, "crtk_msgs.msg imports but has no module file (a namespace package)")
     location = Path(module.__file__).resolve()
     for parent in location.parents:
         manifest = parent / "share" / "crtk_msgs" / "package.xml"

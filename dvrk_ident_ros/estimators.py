@@ -38,9 +38,13 @@ ESTIMATORS: tuple[Estimator, ...] = (
     Estimator("mlse", "MTM gravity compensation by multi-step least squares (Lin 2019), a gc JSON", GRAVITY),
     Estimator("slse", "MTM gravity compensation by single-step least squares (Lin 2019 eq. 15), a gc JSON",
               GRAVITY),
+    Estimator("rmlse", "MTM gravity compensation by MLSE with per-joint order and ridge by held-out error, a gc JSON",
+              GRAVITY),
 )
 #: The CLI's and /identify's default.
 DEFAULT_ESTIMATOR = "sdp"
+#: The default of the gc fit (``dvrk-ident gc fit``, :func:`dvrk_ident_ros.app.jobs.gc_fit_job`).
+DEFAULT_GRAVITY_ESTIMATOR = "mlse"
 
 
 def estimator_names(target: str | None = None) -> tuple[str, ...]:

@@ -7,9 +7,9 @@ dVRK joint-space commands converted to motor space, q^m = A^-1 q^d.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from dvrk_ident_ros.errors import SafetyError
 from dvrk_ident_ros.model.arm_model import ArmModel
@@ -20,7 +20,7 @@ class CommandChecker:
     """Position, speed and torque checks in dVRK joint space for one arm (variant MTML, MTMR, ...)."""
 
     def __init__(self, model: ArmModel, variant: str | None = None, *, margin: float = 0.0,
-                 torque_limit: Sequence[float] | None = None, section: str = "coordinates"):
+                 torque_limit: ArrayLike | None = None, section: str = "coordinates"):
         """``section``: "coordinates" (the excitation limits) or "hardware" (what the arm reaches)."""
         self.model = model
         self.dof = model.dof
@@ -35,7 +35,7 @@ class CommandChecker:
         self.max_speed = np.array([lim.max_speed for lim in limits])
         self.torque_limit = None if torque_limit is None else np.asarray(torque_limit, dtype=float)
 
-    def finite(self, values: Sequence[float], what: str, count: int | None = None) -> np.ndarray:
+    def finite(self, values: ArrayLike, what: str, count: int | None = None) -> np.ndarray:
         arr = np.asarray(values, dtype=float)
         count = self.dof if count is None else count
         if arr.shape != (count,):
@@ -49,7 +49,7 @@ class CommandChecker:
         """Values of the limited coordinates (rad, m) for a dVRK joint position."""
         return self._rows @ q_dvrk + self._offset
 
-    def position(self, q_dvrk: Sequence[float], what: str = "position") -> np.ndarray:
+    def position(self, q_dvrk: ArrayLike, what: str = "position") -> np.ndarray:
         """The position as an array, or SafetyError naming the first coordinate outside its range."""
         q = self.finite(q_dvrk, what)
         c = self.coordinates(q)
@@ -60,7 +60,7 @@ class CommandChecker:
                               f"{self.upper[i]:.4f}]")
         return q
 
-    def speed(self, qd_dvrk: Sequence[float], what: str = "velocity", scale: float = 1.0) -> np.ndarray:
+    def speed(self, qd_dvrk: ArrayLike, what: str = "velocity", scale: float = 1.0) -> np.ndarray:
         qd = self.finite(qd_dvrk, what)
         v = np.abs(self._rows @ qd)
         over = np.flatnonzero(v > scale * self.max_speed)
@@ -69,7 +69,7 @@ class CommandChecker:
             raise SafetyError(f"{what}: {self._names[i]} speed {v[i]:.3f} above {scale * self.max_speed[i]:.3f}")
         return qd
 
-    def torque(self, tau_dvrk: Sequence[float], what: str = "effort") -> np.ndarray:
+    def torque(self, tau_dvrk: ArrayLike, what: str = "effort") -> np.ndarray:
         tau = self.finite(tau_dvrk, what)
         if self.torque_limit is not None:
             over = np.flatnonzero(np.abs(tau) > self.torque_limit)

@@ -22,8 +22,8 @@ from dvrk_ident_ros.estimators import (
     estimator_names,
 )
 from dvrk_ident_ros.gc.compensation import Compensation, load_compensation
+from dvrk_ident_ros.gc.fits import FITS
 from dvrk_ident_ros.gc.law import CompensationLaw
-from dvrk_ident_ros.gc.mlse import FITS
 from dvrk_ident_ros.gc.params import GcParameters
 from dvrk_ident_ros.identify.least_squares import WEIGHTINGS
 from dvrk_ident_ros.identify_request import plan_request

@@ -48,6 +48,7 @@ def test_launch_file(path: Path):
 #: The node that does each launch file's job: its exit ends the launch, with its status.
 REQUIRED = {
     "collect.launch.py": {"trajectory_player"},
+    "gc_calibration.launch.py": {"gc_calibration"},
     "gravity_compensation.launch.py": {"gravity_compensation"},
     "identify.launch.py": {"identification_service"},
     "sim.launch.py": {"simulated_arm"},
@@ -343,7 +344,8 @@ def _node_dicts(path: Path) -> dict[str, set[str]]:
 
 
 #: Arguments that make every node of the file start.
-_EVERY_NODE = {"collect": ["sim:=true"], "gravity_compensation": ["parameter_file:=gc.json"]}
+_EVERY_NODE = {"collect": ["sim:=true"], "gravity_compensation": ["parameter_file:=gc.json"],
+               "gc_calibration": ["sim:=true", "serial:=1"]}
 
 
 @pytest.mark.parametrize("path", LAUNCH_FILES, ids=lambda p: p.name)

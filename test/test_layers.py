@@ -30,6 +30,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("identify", ("identify", "identify_request")),
     ("gc", ("gc",)),  # MTM gravity compensation (MLSE) and the compensation interface
     ("sim", ("sim",)),  # the simulated arm
+    ("export", ("export",)),  # URDF / MJCF of identified arms; its checks against sim/
     ("node support", ("parameters", "node_help")),  # the nodes' parameter schemas and --help (ROS-free)
     ("app", ("app",)),  # CLI commands, jobs, launcher (ROS-free at import)
     ("nodes", ("nodes",)),  # rclpy: the only layer that imports ROS

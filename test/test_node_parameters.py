@@ -68,7 +68,8 @@ def test_every_run_time_parameter_says_how_it_takes_effect():
     runtime = {node: schema.runtime() for node, schema in SCHEMAS.items()}
     assert runtime == {"trajectory_player": ("speed_scale",), "recorder": (),
                        "identification_service": ("allow_queue",),
-                       "gravity_compensation": ("torque_limit_scale", "publish_diagnostics"), "simulated_arm": ()}
+                       "gravity_compensation": ("torque_limit_scale", "publish_diagnostics"), "simulated_arm": (),
+                       "gc_calibration": ()}
     for node, names in runtime.items():
         for name in names:
             assert "at run time:" in SCHEMAS[node][name].description, (node, name)
@@ -124,11 +125,12 @@ def test_parameter_file_check_sees_a_difference():
 _TABLE_HEADER = "| parameter | type | default | unit | range / choices | at run time | description |"
 
 
-def readme_table_problems(text: str) -> list[str]:
+def readme_table_problems(text: str, complete: bool = False) -> list[str]:
     """Each README parameter table (``_TABLE_HEADER``, the node named in backquotes on the last non-empty line
-    above it) must be its node's schema table, verbatim."""
+    above it) must be its node's schema table, verbatim; ``complete``: every node with a schema has one."""
     lines = text.splitlines()
     problems = []
+    tabled: set[str] = set()
     for i, line in enumerate(lines):
         if line.strip() != _TABLE_HEADER:
             continue
@@ -146,11 +148,14 @@ def readme_table_problems(text: str) -> list[str]:
         if "\n".join(table) != SCHEMAS[node].table():
             problems.append(f"README line {i + 1}: the table of {node} is not its schema's (print it with "
                             f"SCHEMAS[{node!r}].table())")
+        tabled.add(node)
+    if complete:
+        problems += [f"README: no parameter table of {node}" for node in sorted(set(SCHEMAS) - tabled)]
     return problems
 
 
 def test_readme_parameter_tables_match_the_schemas():
-    assert readme_table_problems((REPO_ROOT / "README.md").read_text()) == []
+    assert readme_table_problems((REPO_ROOT / "README.md").read_text(), complete=True) == []
 
 
 def test_readme_table_check_sees_a_difference():
@@ -160,6 +165,8 @@ def test_readme_table_check_sees_a_difference():
     assert readme_table_problems(text) == ["README line 2: the table of recorder is not its schema's (print it "
                                            "with SCHEMAS['recorder'].table())"]
     assert "without its node named" in readme_table_problems(f"Parameters:\n{table}\n")[0]
+    assert "README: no parameter table of trajectory_player" in readme_table_problems(
+        f"#### `recorder`\n\n{table}\n", complete=True)
 
 
 def test_schema_defaults_are_the_cores():

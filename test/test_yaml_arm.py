@@ -120,9 +120,11 @@ def test_planar_arm_identified_from_simulated_tracking(planar_path):
 @pytest.mark.slow
 def test_planar_arm_through_the_nodes(planar_path, ros_env, tmp_path: Path):
     """simulated PLANAR1 -> player (home_arm, the registry's trajectory) -> recorder -> /identify (sdp) ->
-    gravity_compensation from the identified file, holding the simulated arm; nothing but YAML describes it."""
+    gravity_compensation from the identified file on the simulated arm (its torques against the true gravity); nothing
+    but YAML describes it."""
     from dvrk_ident_ros.app.launch_support import default_trajectory
     from dvrk_ident_ros.app.launcher import NodeProcess, ros_environment, wait_for
+    from dvrk_ident_ros.gc.model_law import ModelCompensation
     from dvrk_ident_ros.identify.results import IdentificationResult
     from dvrk_ident_ros.nodes.clients import ArmClient
     from dvrk_ident_ros.sim.config import load_sim_config
@@ -181,11 +183,18 @@ def test_planar_arm_through_the_nodes(planar_path, ros_env, tmp_path: Path):
             t0 = client.first_effort_stamp
             wait_for(lambda: client.recorded_until() >= t0 + 2.0, 30.0, "2 s of simulated time")
             assert gc.running, gc.tail(10)
+            assert client.last_effort is not None
+            stamp, effort = client.last_effort
         client.recording = False
         drift = np.abs(client.position_at(t0 + 2.0) - client.position_at(t0))
         assert sim.running, sim.tail(10)
-    print(f"joint drift over 2 s under the identified model's compensation: {np.round(1e3 * drift, 2)} mrad")
-    # measured 20-97 mrad over runs (the identified gravity is within 0.02 N m; the simulated arm's friction is
-    # smoothed, so nothing holds it against that residue); without compensation the 4.4 N m of gravity drop the
-    # arm through its range well within 2 s
-    assert np.max(drift) < 0.15
+    # what the node sent, against the true gravity at the pose it answered (the same law with the true parameters)
+    held = client.position_at(stamp)
+    true_torque = np.array(ModelCompensation(model, config.delta, np.full(model.dof, 1e3)).compute(held, None))
+    print(f"compensation at {np.round(held, 3)} rad: {np.round(effort, 4)} N m, true gravity {np.round(true_torque, 4)}"
+          f" N m; joint drift over 2 s: {np.round(1e3 * drift, 2)} mrad")
+    assert np.max(np.abs(effort - true_torque)) < 0.02 * np.max(np.abs(true_torque)) + 0.02, (effort, true_torque)
+    # The drift is printed, not asserted: this test arm's Coulomb friction (0.02-0.03 N m, smoothed over 2 mrad/s:
+    # no stiction) is below the identification's gravity residue (0.02-0.09 N m through the nodes), so the arm
+    # creeps or slides under any compensation within that residue (measured 20 mrad to 1 rad over 2 s). What the
+    # compensation is worth is the torque check above, at the pose it answered.

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 
 from dvrk_ident_ros import __version__
 from dvrk_ident_ros.app.commands.excitation import add_trajectory_commands
+from dvrk_ident_ros.app.commands.export import add_export_commands
 from dvrk_ident_ros.app.commands.gc import add_gc_commands
 from dvrk_ident_ros.app.commands.identify import add_identify_commands
 from dvrk_ident_ros.app.commands.model import add_model_commands
@@ -51,7 +52,7 @@ def _add_doctor(sub: argparse._SubParsersAction) -> None:
 #: Functions that add one sub-command each to the parser.
 SUBCOMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [
     _add_doctor, add_model_commands, add_identify_commands, add_trajectory_commands, add_gc_commands,
-    add_demo_command, add_run_command, add_launch_command,
+    add_demo_command, add_run_command, add_launch_command, add_export_commands,
 ]
 
 

@@ -227,7 +227,8 @@ def _hold_stage(gc_file: Path, logs: Path, env: dict, poses: int, seed: int) -> 
     data = load_poses(logs.parent / "mtml_grid_bag")
     goals = random_poses(reference, poses, np.random.default_rng(seed), fraction=0.8,
                          box=(data.q.min(0), data.q.max(0)))
-    drift_mm, drift_deg = [], []
+    drift_mm: list[float] = []
+    drift_deg: list[float] = []
     # the simulator owns time (/clock, real time at most): on a starved machine simulated time slows down
     # instead of running on without the compensation's answers, and the 2 s are 2 s of simulated time
     with NodeProcess("simulated_arm", {"arm": MTM, "publish_rate": 500.0, "publish_clock": True,
@@ -244,7 +245,7 @@ def _hold_stage(gc_file: Path, logs: Path, env: dict, poses: int, seed: int) -> 
                 print(f"      pose {k + 1} of {len(goals)}: elapsed {time.monotonic() - hold_start:.0f} s, about "
                       f"{per_pose * (len(goals) - k):.0f} s remaining", flush=True)
             if not _reach(client, goal):
-                state_age = time.monotonic() - client.state[0]
+                state_age = time.monotonic() - client.state[0] if client.state is not None else float("nan")
                 print(f"      pose {k} not reached after 3 move_jp (worst joint "
                       f"{np.max(np.abs(client.position() - goal)):.3f} rad off, last state {state_age:.2f} s old): "
                       "skipped", flush=True)
@@ -261,6 +262,8 @@ def _hold_stage(gc_file: Path, logs: Path, env: dict, poses: int, seed: int) -> 
                              name=f"gravity_compensation_{k}"):
                 wait_for(lambda: client.first_effort_stamp is not None, 30.0, "the first servo_jf")
                 t0 = client.first_effort_stamp
+                if t0 is None:
+                    raise DvrkIdentError("wait_for returned without the first servo_jf stamp")
                 t_end = t0 + 2.0
                 wait_for(lambda end=t_end: client.recorded_until() >= end, 60.0, "2 s of simulated time")
             client.recording = False

@@ -8,6 +8,7 @@ per-joint errors, the parameters and the stage timings.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -33,10 +34,12 @@ class JobOutcome:
     summary: str = ""
 
 
-def identification_job(arm: str, files: list[str | Path], method: str, out: Path, fmt: str | None = None, *,
-                       cutoff: float | None = None, torque_lags: str = "auto", plots: bool = True) -> JobOutcome:
+def identification_job(arm: str, files: Sequence[str | Path], method: str, out: Path, fmt: str | None = None, *,
+                       cutoff: float | None = None, torque_lags: str = "auto", plots: bool = True,
+                       prior: str | Path | None = None) -> JobOutcome:
     from dvrk_ident_ros.data.loaders import load_dataset
     from dvrk_ident_ros.identify.pipeline import filtered_torques, identify, predict
+    from dvrk_ident_ros.identify.plausible import summary_line
     from dvrk_ident_ros.identify.problem import default_filter
     from dvrk_ident_ros.identify.report import plot_torques, write_text_report
     from dvrk_ident_ros.model.arm_model import load_model
@@ -53,7 +56,7 @@ def identification_job(arm: str, files: list[str | Path], method: str, out: Path
     settings = default_filter(model)
     if cutoff is not None:
         settings = type(settings)(cutoff_hz=cutoff, order=settings.order, trim_seconds=settings.trim_seconds)
-    result = identify(model, datasets, method, settings, torque_lags=torque_lags)
+    result = identify(model, datasets, method, settings, torque_lags=torque_lags, prior=prior)
     timings.update(result.timings)
     if result.solver.get("status") != "optimal":
         raise SolverError(f"solver status {result.solver.get('status')!r}: no parameter file written")
@@ -77,7 +80,8 @@ def identification_job(arm: str, files: list[str | Path], method: str, out: Path
                       parameter_names=names, parameter_values=[float(v) for v in values],
                       solver_status=str(result.solver.get("status")), timings=timings, plot_file=plot,
                       summary=f"{result.arm} {method}: solver {result.solver['status']}; training error per joint (%): "
-                              + " ".join(f"{100 * e:.1f}" for e in errors))
+                              + " ".join(f"{100 * e:.1f}" for e in errors)
+                              + (f"; {summary_line(result.plausibility)}" if result.plausibility else ""))
 
 
 def gc_fit_job(data_path: str | Path, arm: str | None, out: Path | None, *, serial: str = "unknown",
@@ -85,8 +89,9 @@ def gc_fit_job(data_path: str | Path, arm: str | None, out: Path | None, *, seri
                effort: str = "setpoint") -> JobOutcome:
     """``effort``: a bag's commanded ("setpoint", Lin 2019's choice) or "measured" effort."""
     from dvrk_ident_ros.gc.crossval import select_orders
+    from dvrk_ident_ros.gc.fits import FITS
     from dvrk_ident_ros.gc.loaders import load_poses
-    from dvrk_ident_ros.gc.mlse import FITS, relative_errors
+    from dvrk_ident_ros.gc.mlse import relative_errors
     from dvrk_ident_ros.gc.params import SIDES, GcParameters
 
     timings: dict[str, float] = {}
@@ -99,6 +104,8 @@ def gc_fit_job(data_path: str | Path, arm: str | None, out: Path | None, *, seri
     t0 = time.perf_counter()
     if orders == "auto":
         orders, _ = select_orders(data)
+    elif isinstance(orders, str):
+        raise DataError(f"orders {orders!r}: expected 'auto' or polynomial orders per joint")
     fit = FITS[estimator(method, GRAVITY).name](data, orders or None)
     timings["fit"] = time.perf_counter() - t0
     used = fit.orders

@@ -23,7 +23,8 @@ from dvrk_ident_ros.app.launch_support import LaunchArgumentError, canonical_val
 from dvrk_ident_ros.errors import DvrkIdentError
 
 #: The package's node executables (console scripts of setup.cfg besides dvrk-ident).
-NODES = ("simulated_arm", "trajectory_player", "recorder", "identification_service", "gravity_compensation")
+NODES = ("simulated_arm", "trajectory_player", "recorder", "identification_service", "gravity_compensation",
+         "gc_calibration")
 
 
 @dataclass(frozen=True)
@@ -69,12 +70,12 @@ def declared_arguments(path: Path) -> list[Argument]:
     for node in sorted(calls, key=lambda n: (n.lineno, n.col_offset)):
         keywords = {k.arg: k.value for k in node.keywords}
         name = ast.literal_eval(node.args[0] if node.args else keywords["name"])
-        default = keywords.get("default_value")
-        default_from = None
-        if isinstance(default, ast.Name):
-            default_from, default = configurations[default.id], None
-        elif default is not None:
-            default = ast.literal_eval(default)
+        default_node = keywords.get("default_value")
+        default, default_from = None, None
+        if isinstance(default_node, ast.Name):
+            default_from = configurations[default_node.id]
+        elif default_node is not None:
+            default = ast.literal_eval(default_node)
         description = _text(keywords["description"]) if "description" in keywords else ""
         choices = tuple(ast.literal_eval(keywords["choices"])) if "choices" in keywords else ()
         arguments.append(Argument(name, default, description, choices, default_from))
@@ -100,7 +101,7 @@ def parse_launch_arguments(arguments: list[Argument], given: list[str]) -> dict[
         elif argument.default_from is None:
             raise LaunchArgumentError(f"launch argument {argument.name} is required: {argument.description}")
     for argument in arguments:
-        if argument.name not in values:
+        if argument.name not in values and argument.default_from is not None:  # else required: raised above
             values[argument.name] = values[argument.default_from]
         if argument.choices and values[argument.name] not in argument.choices:
             raise LaunchArgumentError(f"launch argument {argument.name}:={values[argument.name]!r}: expected one "
@@ -171,9 +172,51 @@ def sim_plan(values: dict[str, str]):
                         name=f"simulated_arm_{arm}", required=True)]
 
 
+def gc_calibration_plan(values: dict[str, str]):
+    """gc_calibration.launch.py: [simulated arm,] the gc job (required); an arm without a gc fit, or a grid
+    found nowhere, is refused before any node starts."""
+    from dvrk_ident_ros.app.gc_calibration import CalibrationRefusedError, check_gc_arm, grid_path
+    from dvrk_ident_ros.app.launcher import PlannedNode
+
+    values = {**values, **canonical_values(values, ("sim", "home_arm"), "arm")}
+    arm, sim = values["arm"], _is_true(values["sim"])
+    try:
+        check_gc_arm(arm)
+        grid = grid_path(arm, values["grid_file"])
+    except CalibrationRefusedError as exc:
+        raise LaunchArgumentError(str(exc)) from exc
+    nodes = []
+    if sim:
+        nodes.append(PlannedNode("simulated_arm", {"arm": arm, "publish_clock": True, "clock_rate": 100.0,
+                                                   "use_sim_time": True}, name=f"simulated_arm_{arm}"))
+    clock = {"use_sim_time": True} if sim else {}
+    nodes.append(PlannedNode("gc_calibration", {**clock, "arm": arm, "serial": values["serial"], "grid_file": str(grid),
+                                                "output_directory": values["output_directory"],
+                                                "home_arm": _is_true(values["home_arm"]),
+                                                "hold_poses": _integer(values, "hold_poses"),
+                                                "hold_time": _number(values, "hold_time")},
+                             name=f"gc_calibration_{arm}", required=True, stop_timeout=30.0))
+    return nodes
+
+
+def _number(values: dict[str, str], name: str) -> float:
+    try:
+        return float(values[name])
+    except ValueError as exc:
+        raise LaunchArgumentError(f"launch argument {name}:={values[name]!r} is not a number") from exc
+
+
+def _integer(values: dict[str, str], name: str) -> int:
+    try:
+        return int(values[name])
+    except ValueError as exc:
+        raise LaunchArgumentError(f"launch argument {name}:={values[name]!r} is not an integer") from exc
+
+
 #: launch/<name>.launch.py -> its plan.
 PLANS: dict[str, Callable[[dict[str, str]], list]] = {
     "collect": collect_plan,
+    "gc_calibration": gc_calibration_plan,
     "gravity_compensation": gravity_compensation_plan,
     "identify": identify_plan,
     "sim": sim_plan,

@@ -76,6 +76,8 @@ class NodeProcess:
             self._echo_thread.start()
 
     def _copy_output(self, stream: TextIO) -> None:
+        if self.process.stdout is None:
+            raise DvrkIdentError(f"{self.name}: started without a pipe: nothing to echo")
         for raw in self.process.stdout:
             line = raw.decode(errors="replace")
             try:
@@ -296,9 +298,9 @@ class LaunchPlan:
         for process in self.processes.values():
             process.interrupt()
         for planned in self.nodes:
-            process = self.processes.get(planned.label)
-            if process is not None:
-                process.stop(planned.stop_timeout)
+            running = self.processes.get(planned.label)
+            if running is not None:
+                running.stop(planned.stop_timeout)
                 if planned.label not in self._ended:
                     self._ended.append(planned.label)
 

@@ -38,6 +38,7 @@ from dvrk_ident_ros.data.interfaces import (
     JOINT_STATE,
     OPERATING_STATE,
     PLAYER_STATUS,
+    PlayerStatusMessage,
     bag_typestore,
     stamp_seconds,
 )
@@ -124,7 +125,8 @@ def read_joint_state_topic(path: Path, topic: str) -> JointStates:
             columns.append(np.vstack(field))
         else:
             raise DataError(f"{path}: {topic} messages have inconsistent lengths (position/velocity/effort)")
-    return JointStates(np.asarray(t), *columns, names, np.asarray(logged), invalid)
+    position, velocity, effort = columns
+    return JointStates(np.asarray(t), position, velocity, effort, names, np.asarray(logged), invalid)
 
 
 def data_state(state: str, is_homed: bool) -> bool:
@@ -237,7 +239,7 @@ def same_arm(a: str, b: str) -> bool:
     return a.strip().upper() == b.strip().upper()
 
 
-def read_player_status(path: Path, arm: str) -> tuple[str, list[tuple[int, object]]]:
+def read_player_status(path: Path, arm: str) -> tuple[str, list[tuple[int, PlayerStatusMessage]]]:
     """The status of the player of ``arm`` in a bag: (the topic read, [(log time ns, PlayerStatus)] in log-time
     order); ("", []) when the bag holds none.
 
@@ -253,7 +255,7 @@ def read_player_status(path: Path, arm: str) -> tuple[str, list[tuple[int, objec
         own = player_status_topic(arm)
     except DvrkIdentError:
         own = f"/dvrk_ident/{arm}/player_status"
-    statuses: list[tuple[int, object]] = []
+    statuses: list[tuple[int, PlayerStatusMessage]] = []
     try:
         with Reader(path) as reader:
             by_topic = {c.topic: c for c in reader.connections if c.msgtype == PLAYER_STATUS}

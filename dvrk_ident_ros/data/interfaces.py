@@ -12,6 +12,7 @@ import os
 import sys
 from functools import lru_cache
 from pathlib import Path
+from typing import Protocol
 
 from dvrk_ident_ros.environment import find_share_directory
 from dvrk_ident_ros.errors import EnvironmentSetupError
@@ -21,7 +22,34 @@ JOINT_STATE = "sensor_msgs/msg/JointState"
 OPERATING_STATE = "crtk_msgs/msg/OperatingState"
 
 
-def stamp_seconds(stamp) -> float:
+class Stamp(Protocol):
+    """A builtin_interfaces/Time, rclpy's or rosbags'."""
+
+    sec: int
+    nanosec: int
+
+
+class Header(Protocol):
+    """A std_msgs/Header, rclpy's or rosbags'."""
+
+    stamp: Stamp
+    frame_id: str
+
+
+class PlayerStatusMessage(Protocol):
+    """A dvrk_ident/msg/PlayerStatus (msg/PlayerStatus.msg) as rosbags deserialises it."""
+
+    header: Header
+    arm: str
+    trajectory_file: str
+    phase: int
+    progress: float
+    pose_index: int
+    pose_count: int
+    direction: int
+
+
+def stamp_seconds(stamp: Stamp) -> float:
     """A builtin_interfaces/Time (rclpy's or rosbags') in seconds."""
     return stamp.sec + 1e-9 * stamp.nanosec
 

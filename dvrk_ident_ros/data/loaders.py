@@ -11,6 +11,7 @@ Formats:
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -73,16 +74,23 @@ def load_csv(path: Path, joints: int = 7) -> Dataset:
         header = [h.strip() for h in f.readline().strip().split(",")]
     col = {name: i for i, name in enumerate(header)}
 
-    def block(prefix: str, required: bool) -> np.ndarray | None:
+    def block(prefix: str) -> np.ndarray | None:
+        """The columns <prefix>1..<prefix>joints; None if all of them are missing."""
         names = [f"{prefix}{j + 1}" for j in range(joints)]
         missing = [n for n in names if n not in col]
         if missing:
-            if required or len(missing) < joints:
+            if len(missing) < joints:
                 raise DataError(f"{path}: missing column(s) {', '.join(missing)}")
             return None
         return data[:, [col[n] for n in names]]
 
-    q, qd, tau = block("q", True), block("dq", False), block("tau", True)
+    def required_block(prefix: str) -> np.ndarray:
+        values = block(prefix)
+        if values is None:
+            raise DataError(f"{path}: missing column(s) {', '.join(f'{prefix}{j + 1}' for j in range(joints))}")
+        return values
+
+    q, qd, tau = required_block("q"), block("dq"), required_block("tau")
     t = data[:, col["t"]] if "t" in col else None
     if t is None:
         raise DataError(f"{path}: missing column t (time, s)")
@@ -128,7 +136,7 @@ def load_dataset(path: str | Path, fmt: str | None = None, joints: int = 7,
         if dvrk_from_motor is None:
             raise DataError(f"{path}: a bag needs the arm's coupling matrix to convert to motor space")
         return load_bag(path, dvrk_from_motor)
-    loaders = {"wpi-csv": load_wpi_csv, "csv": load_csv, "npz": load_npz}
+    loaders: dict[str, Callable[[Path, int], Dataset]] = {"wpi-csv": load_wpi_csv, "csv": load_csv, "npz": load_npz}
     if fmt not in loaders:
         raise DataError(f"{path}: unknown format {fmt!r} (known: {', '.join(FORMATS)})")
-    return loaders[fmt](path, joints=joints)
+    return loaders[fmt](path, joints)

@@ -34,16 +34,19 @@ import statistics
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from dvrk_ident_ros.data.interfaces import cdr_stamp_is_zero
 from dvrk_ident_ros.errors import DataError
 from dvrk_ident_ros.player_phase import DATA_PHASES, PlayerPhase, phase_name
 
-#: rosbag2 metadata version: what Jazzy and Kilted write (rosbags writes 8 or 9).
-BAG_VERSION = 9
+#: The rosbag2 metadata versions rosbags writes.
+BagVersion = Literal[8, 9]
+#: rosbag2 metadata version: what Jazzy and Kilted write.
+BAG_VERSION: BagVersion = 9
 #: The metadata version for the rosbag2 of Humble (it writes 5 and reads the fields it knows of newer versions)
 #: and Iron (it writes 8): the QoS profiles must be a YAML string with integer policies, which version 8 is.
-HUMBLE_BAG_VERSION = 8
+HUMBLE_BAG_VERSION: BagVersion = 8
 #: Distributions whose rosbag2 reads the QoS profiles only as a string (metadata version 8 or older).
 STRING_QOS_DISTROS = frozenset({"foxy", "galactic", "humble", "iron"})
 #: rclpy's major version -> the ROS 2 distribution that ships it (where ROS_DISTRO is not set, as in a venv of
@@ -60,8 +63,8 @@ def detect_ros_distro(environ: Mapping[str, str] | None = None) -> str:
     if distro:
         return distro
     version = _rclpy_version(environ)
-    major = int(version.split(".")[0]) if version and version.split(".")[0].isdigit() else None
-    return RCLPY_DISTROS.get(major, "")
+    major = version.split(".")[0] if version else ""
+    return RCLPY_DISTROS.get(int(major), "") if major.isdigit() else ""
 
 
 def _rclpy_version(environ: Mapping[str, str]) -> str:
@@ -80,7 +83,7 @@ def _rclpy_version(environ: Mapping[str, str]) -> str:
     return ""
 
 
-def bag_version(distro: str) -> int:
+def bag_version(distro: str) -> BagVersion:
     """The rosbag2 metadata version to write for ``distro``'s ``ros2 bag``: 8 up to Iron, else 9."""
     return HUMBLE_BAG_VERSION if distro in STRING_QOS_DISTROS else BAG_VERSION
 
@@ -278,7 +281,7 @@ def _set_distro(metadata_yaml: str, distro: str, top: str | None) -> str:
     return out.getvalue().strip() if top is None else out.getvalue()
 
 
-def _writer(path: Path, version: int, distro: str):
+def _writer(path: Path, version: BagVersion, distro: str):
     """A rosbags Writer (MCAP) whose metadata (metadata.yaml and the copy inside the MCAP file) names
     ``distro`` as its ros_distro, where rosbags writes "rosbags"."""
     from rosbags.rosbag2 import StoragePlugin, Writer
@@ -292,7 +295,8 @@ def _writer(path: Path, version: int, distro: str):
                 def close_with_distro(version: int, metadata: str) -> None:
                     close_storage(version, _set_distro(metadata, distro, None))
 
-                storage.close = close_with_distro
+                # this bag's storage only: rosbags has no hook for the metadata it writes
+                storage.close = close_with_distro  # type: ignore[method-assign]
             super().close()
             tmp = self.metapath.with_suffix(".yaml.tmp")
             tmp.write_text(_set_distro(self.metapath.read_text("utf8"), distro, "rosbag2_bagfile_information"),
@@ -338,12 +342,12 @@ class BagWriter:
             self.add_topic(topic, msgtype)
         self._invalid: dict[str, int] = {}
         for topic in stamped_topics:
-            msgtype = self._topics.get(topic)
-            if msgtype is None:
+            stamped_type = self._topics.get(topic)
+            if stamped_type is None:
                 raise DataError(f"{topic}: a stamped topic that is not recorded")
-            fields = self._store.fielddefs[msgtype][1]
+            fields = self._store.fielddefs[stamped_type][1]
             if not fields or fields[0][1][-1] != "std_msgs/msg/Header":
-                raise DataError(f"{topic}: {msgtype} does not start with a std_msgs/Header")
+                raise DataError(f"{topic}: {stamped_type} does not start with a std_msgs/Header")
             self._invalid[topic] = 0
         self.main_topic = main_topic
         self._gaps = GapCounter(gap_threshold)

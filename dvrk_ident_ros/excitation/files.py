@@ -32,6 +32,7 @@ are read as well.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import yaml
@@ -68,7 +69,7 @@ def load_trajectory(path: str | Path, arm: str | None = None, joints: int | None
         raise DataError(f"{path}: expected a mapping")
     if "form" in raw and "joints" in raw:  # the original package's trajectory_one.json
         joints_spec = raw["joints"]
-        meta = {"arm": str(raw.get("arm", "")).lower(), "periods": 3, "variant": None}
+        meta: dict[str, Any] = {"arm": str(raw.get("arm", "")).lower(), "periods": 3, "variant": None}
         try:
             q0 = np.array([j["q0"] for j in joints_spec], dtype=float)
             a = np.array([j["a"] for j in joints_spec], dtype=float).T

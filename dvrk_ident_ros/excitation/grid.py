@@ -55,10 +55,11 @@ def make_grid(side: str, spec: dict | None = None) -> dict:
         init = np.asarray(_per_side(js["init"], side), dtype=float)
         lo, hi = _per_side(js["range"], side)
         train = _values(lo, hi, js["step"])
+        settings: list[tuple[int | None, float | None]]
         if "auxiliary" in js:
-            aux = int(js["auxiliary"]) - 1
+            aux_joint = int(js["auxiliary"]) - 1
             alo, ahi = _per_side(js["auxiliary_range"], side)
-            settings = [(aux, float(v)) for v in _values(alo, ahi, js["auxiliary_step"])]
+            settings = [(aux_joint, float(v)) for v in _values(alo, ahi, js["auxiliary_step"])]
         else:
             settings = [(None, None)] * int(js.get("repeat", 1))
         for aux, value in settings:

@@ -304,9 +304,9 @@ class _Problem:
         # allow (times ``fill``), so no joint starts nearly still
         x = base.copy()
         for j in rng.permutation(self.n):
-            direction = np.zeros((self.n, self.k))
-            direction[j, 1:] = rng.normal(size=self.k - 1)
-            direction = direction.ravel()
+            coefficients = np.zeros((self.n, self.k))
+            coefficients[j, 1:] = rng.normal(size=self.k - 1)
+            direction = coefficients.ravel()
             rate = self.G @ direction
             room = self.h - self.G @ x
             if np.any(rate > 0):
@@ -316,6 +316,15 @@ class _Problem:
                 return x
             x = base + 0.7 * (x - base)
         raise SolverError("no feasible start: the limits leave no room about the centre")
+
+
+@dataclass
+class _Best:
+    """The best feasible iterate of one SLSQP run (true condition number) and the iterations so far."""
+
+    x: np.ndarray
+    value: float
+    iteration: int = 0
 
 
 class _Search:
@@ -346,16 +355,16 @@ class _Search:
         minimise (tau - beta) / 2 subject to beta <= log lambda_i <= tau for the m largest and
         m smallest Gram eigenvalues."""
         problem = self.problem
-        state = {"iteration": 0, "x": x0, "value": problem.true_cond(x0) if self.feasible(x0) else np.inf}
+        state = _Best(x0, problem.true_cond(x0) if self.feasible(x0) else np.inf)
         m = min(m, problem.model.base.count // 2)
         extra = 2 if m else 0
 
         def report(z: np.ndarray) -> None:
             x = problem.pull_inside(z[:len(z) - extra])
-            state["iteration"] += 1
+            state.iteration += 1
             value = problem.true_cond(x)
-            if value < state["value"] and self.feasible(x):
-                state["x"], state["value"] = x.copy(), value
+            if value < state.value and self.feasible(x):
+                state.x, state.value = x.copy(), value
 
         constraints = self._linear(extra)
         if m:
@@ -387,7 +396,7 @@ class _Search:
                                              constraints=constraints, callback=report,
                                              options={"maxiter": iterations, "ftol": 1e-7})
         report(result.x)
-        return state["x"], state["value"], state["iteration"]
+        return state.x, state.value, state.iteration
 
 
 @dataclass(frozen=True)

@@ -18,10 +18,11 @@ the player node adds the stale-state watchdog and the arm's operating state.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from dvrk_ident_ros.errors import DataError, SafetyError
 from dvrk_ident_ros.excitation.fourier import FourierTrajectory, quintic
@@ -42,6 +43,13 @@ class Setpoint:
     pose_index: int = 0
     pose_count: int = 0
     direction: int = 0
+
+    @property
+    def servo_position(self) -> np.ndarray:
+        """``position`` of a streamed setpoint (every :class:`FourierPlayback` setpoint has one)."""
+        if self.position is None:
+            raise DataError(f"a {self.phase.name} setpoint without a servo_jp position")
+        return self.position
 
 
 class FourierPlayback:
@@ -165,7 +173,7 @@ class GridPlayback:
     def _kept_sweeps(self, sweeps: list[dict]) -> set[int]:
         """Every ``sweep_stride``-th auxiliary value (or repetition) of each joint, both directions kept."""
         seen: dict[tuple, int] = {}
-        groups: dict[int, list] = {}
+        groups: dict[int | None, list[tuple]] = {}
         for sweep in sweeps:
             joint = sweep.get("estimated_joint")
             key = (joint, sweep.get("auxiliary_value"), sweep.get("direction"))
@@ -232,7 +240,7 @@ class TrackingMonitor:
     ``limits``: one per joint, in the joint's units (rad; m for the PSM insertion), or one number for all.
     """
 
-    def __init__(self, names: list[str], limits: float | Sequence[float]):
+    def __init__(self, names: list[str], limits: ArrayLike):
         self.names = names
         self.limits = np.broadcast_to(np.asarray(limits, dtype=float), (len(names),)).copy()
         self.max_error = 0.0
@@ -254,7 +262,7 @@ def tracking_limits(given: object, defaults: Sequence[float], names: Sequence[st
     ``defaults`` (the arm description's, from ``source``). DataError naming what is wrong."""
     n = len(names)
     order = ", ".join(names)
-    if isinstance(given, (bool, int, float, str)):
+    if isinstance(given, (bool, int, float, str)) or not (given is None or isinstance(given, Iterable)):
         raise DataError(f"tracking_error_limit {given!r}: expected a list of {n} limits, one per joint "
                         f"({order}) in the joint's units (rad; m for a prismatic joint), or [] for the "
                         f"defaults of {source}")

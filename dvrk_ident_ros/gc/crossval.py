@@ -69,5 +69,5 @@ def select_orders(data: PoseData, folds: int = 5, seed: int = 0,
         for order in candidates:
             trial = {**orders, i: order}
             table[i][order] = cross_validate(data, trial, folds, seed)[i]
-        orders[i] = min(table[i], key=table[i].get)
+        orders[i] = min(table[i], key=table[i].__getitem__)
     return orders, table

@@ -57,4 +57,4 @@ def gc_gravity_from_standard(model: ArmModel, delta: np.ndarray) -> tuple[np.nda
     R = gravity_regressor(q)
     theta, *_ = np.linalg.lstsq(R[:, 1:6].reshape(-1, 10), tau[:, 1:6].reshape(-1), rcond=None)
     residual = R[:, 1:6].reshape(-1, 10) @ theta - tau[:, 1:6].reshape(-1)
-    return theta, float(np.linalg.norm(residual) / max(np.linalg.norm(tau[:, 1:6]), 1e-300))
+    return theta, float(np.linalg.norm(residual) / max(float(np.linalg.norm(tau[:, 1:6])), 1e-300))

@@ -55,9 +55,12 @@ class CompensationLaw:
         self._g = params.g_constant
         amplitude = params.beta_amplitude
         self._sine = amplitude is not None  # version 1: the sine blend of the velocity
-        self._half_pi_over_amplitude = ([0.5 * math.pi / float(a) for a in amplitude] if self._sine
-                                        else [0.0] * JOINTS)
-        self._amplitude = [float(a) for a in amplitude] if self._sine else [0.0] * JOINTS
+        if amplitude is not None:
+            self._half_pi_over_amplitude = [0.5 * math.pi / float(a) for a in amplitude]
+            self._amplitude = [float(a) for a in amplitude]
+        else:
+            self._half_pi_over_amplitude = [0.0] * JOINTS
+            self._amplitude = [0.0] * JOINTS
         self.gravity = [0.0] * JOINTS
         self._gravity_neg = [0.0] * JOINTS
         self.disturbance = [0.0] * JOINTS

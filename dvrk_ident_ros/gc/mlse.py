@@ -39,19 +39,24 @@ class GcFit:
     poly_neg: dict[int, np.ndarray]
     orders: dict[int, int]
     method: str
+    gravity_neg: np.ndarray | None = None  # the negative direction's own 10 (None: ``gravity`` for both)
+    lambdas: dict[int, float] | None = None  # per joint, the ridge weight of a regularised fit
 
     def theta(self, direction: int) -> np.ndarray:
         """The 40-vector for one direction (+1 / -1)."""
         polys = self.poly_pos if direction > 0 else self.poly_neg
         out = np.zeros(N_GRAVITY + 6 * (POLY_ORDER + 1))
-        out[:N_GRAVITY] = self.gravity
+        out[:N_GRAVITY] = self.gravity if direction > 0 or self.gravity_neg is None else self.gravity_neg
         for i in range(1, 7):
             out[N_GRAVITY + 5 * (i - 1):N_GRAVITY + 5 * i] = polys[i]
         return out
 
     def predict(self, data: PoseData) -> np.ndarray:
         """Torques (N x 7) at the poses, each with its sweep's direction."""
-        R = gravity_regressor(data.q) @ self.gravity
+        Rg = gravity_regressor(data.q)
+        R = Rg @ self.gravity
+        if self.gravity_neg is not None:
+            R = np.where(data.direction[:, None] > 0, R, Rg @ self.gravity_neg)
         for i in range(1, 7):
             powers = data.q[:, i - 1:i] ** np.arange(POLY_ORDER + 1)
             R[:, i - 1] += np.where(data.direction > 0, powers @ self.poly_pos[i], powers @ self.poly_neg[i])
@@ -130,10 +135,6 @@ def fit_slse(data: PoseData, orders: dict[int, int] | None = None) -> GcFit:
         n = orders[i] + 1
         poly_pos[i], poly_neg[i] = _pad(seg[:n]), _pad(seg[n:])
     return GcFit(x[:N_GRAVITY], poly_pos, poly_neg, orders, "slse")
-
-
-#: The fit of each GRAVITY estimator of the registry (dvrk_ident_ros.estimators), by name.
-FITS = {"mlse": fit_mlse, "slse": fit_slse}
 
 
 def relative_errors(fit_or_thetas, data: PoseData, by_direction: bool = False) -> dict:

@@ -62,9 +62,11 @@ class GcParameters:
             controller["fric_comp_ratio_vec"] = [float(x) for x in self.ratio]
         controller["GC_init_pos"] = [float(x) for x in self.init_pos_deg]
         if self.position_upper_deg is not None:
+            if self.position_lower_deg is None:
+                raise DataError(f"{self.arm}: joint position upper limits without the lower limits")
             controller["joint_position_upper_limit"] = [float(x) for x in self.position_upper_deg]
             controller["joint_position_lower_limit"] = [float(x) for x in self.position_lower_deg]
-        lse = {"g_constant": self.g_constant, "std_filter": self.std_filter}
+        lse: dict[str, float | dict[str, str]] = {"g_constant": self.g_constant, "std_filter": self.std_filter}
         lse.update({f"joint{i}": {"fit_method": self.fit_methods.get(i, "4POL")} for i in range(1, 7)})
         return {"ARM_NAME": self.arm, "SN": self.serial, "date_time": time.strftime("%B-%d-%Y-%H:%M:%S"),
                 "version": "2.0" if self.beta_amplitude is None else "1.0", "lse": lse, "GC_controller": controller}

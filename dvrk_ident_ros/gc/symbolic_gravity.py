@@ -32,6 +32,7 @@ from dvrk_ident_ros.errors import DescriptionError
 
 if TYPE_CHECKING:
     import sympy
+    from sympy.printing.pycode import PythonCodePrinter
 
     from dvrk_ident_ros.model.description import ArmDescription
 
@@ -161,7 +162,7 @@ def gravity_columns(description: ArmDescription | None = None) -> sympy.Matrix:
 
 # -- code generation ----------------------------------------------------------------------------------
 
-def _printer() -> object:
+def _printer() -> PythonCodePrinter:
     from sympy.printing.pycode import PythonCodePrinter
 
     class _Printer(PythonCodePrinter):
@@ -240,7 +241,10 @@ def cache_key() -> str:
     h = hashlib.sha256(_GENERATOR_VERSION.encode())
     h.update(_description_path().read_bytes())
     h.update(Path(__file__).read_bytes())
-    h.update(Path(importlib.util.find_spec("dvrk_ident_ros.model.symbolic").origin).read_bytes())
+    spec = importlib.util.find_spec("dvrk_ident_ros.model.symbolic")
+    if spec is None or spec.origin is None:
+        raise ImportError("dvrk_ident_ros.model.symbolic: source file not found")
+    h.update(Path(spec.origin).read_bytes())
     return h.hexdigest()[:20]
 
 

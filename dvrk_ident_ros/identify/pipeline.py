@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, replace
+from pathlib import Path
 
 import numpy as np
 
@@ -14,6 +15,7 @@ from dvrk_ident_ros.data.processing import FilterSettings, lowpass, process
 from dvrk_ident_ros.errors import DataError, DvrkIdentError, SolverError
 from dvrk_ident_ros.estimators import DYNAMICS, estimator
 from dvrk_ident_ros.identify.least_squares import solve_least_squares
+from dvrk_ident_ros.identify.plausible import choose_plausible, prior_from_standard
 from dvrk_ident_ros.identify.problem import (
     Regression,
     build_regression,
@@ -82,12 +84,15 @@ def prepare(model: ArmModel, data: Dataset, settings: FilterSettings | None = No
 
 
 def identify(model: ArmModel, datasets: list[Dataset], method: str = "sdp",
-             settings: FilterSettings | None = None, torque_lags: str | list[float] = "auto") -> IdentificationResult:
+             settings: FilterSettings | None = None, torque_lags: str | list[float] = "auto",
+             prior: str | Path | None = None) -> IdentificationResult:
     """Identify from raw datasets (filtered here with ``settings`` or the arm's defaults).
 
     ``torque_lags``: "auto" (estimated per joint, see :func:`estimate_torque_lags`),
     "none", or the delays in seconds. ``method``: a DYNAMICS estimator of the registry
     (:mod:`dvrk_ident_ros.estimators`), which says the weighting and whether the SDP runs.
+    ``prior``: a parameter file whose standard parameters the SDP's standard answer is drawn
+    to (:mod:`dvrk_ident_ros.identify.plausible`; default: a prior from the link geometry).
     """
     try:
         chosen = estimator(method, DYNAMICS)
@@ -117,9 +122,10 @@ def identify(model: ArmModel, datasets: list[Dataset], method: str = "sdp",
     lsq = solve_least_squares(reg, chosen.weighting, correlation=correlation)
     timings["least_squares"] = time.perf_counter() - t0
     standard = None
-    solver = {"name": "lstsq", "status": "optimal"}
+    solver: dict[str, str | int | float | bool | None] = {"name": "lstsq", "status": "optimal"}
     base = lsq.base
     bounds: dict = {}
+    plausibility: dict = {}
     if chosen.physically_consistent:
         A, b = reg.weighted(lsq.weights)
         sdp = solve_sdp(model, A, b)
@@ -129,6 +135,11 @@ def identify(model: ArmModel, datasets: list[Dataset], method: str = "sdp",
         solver = {"name": "clarabel", "status": sdp.status, "iterations": sdp.iterations,
                   "min_pseudo_inertia_eigenvalue": sdp.min_pseudo_inertia_eigenvalue,
                   "max_bound_violation": sdp.max_bound_violation, "null_space_tie_break": sdp.tie_break}
+        t0 = time.perf_counter()
+        plausibility = _plausible(model, sdp.base, sdp.standard, prior)
+        timings["plausible"] = time.perf_counter() - t0
+        if plausibility["status"] == "optimal":
+            standard = dict(zip(model.parameter_names, plausibility.pop("standard"), strict=True))
     predicted = reg.Hb @ base
     errors = relative_errors(reg.y, predicted)
     return IdentificationResult(
@@ -138,8 +149,23 @@ def identify(model: ArmModel, datasets: list[Dataset], method: str = "sdp",
         errors={"training": errors.tolist(), "joints": [f"tau{j + 1}" for j in range(model.dof)]},
         standard=standard, base_std=None if chosen.physically_consistent else np.sqrt(np.diag(lsq.covariance)).tolist(),
         bounds=bounds, data=[d.source for d in datasets], timings=timings,
-        torque_lags=(lags / rate).tolist(),
+        torque_lags=(lags / rate).tolist(), plausibility=plausibility,
     )
+
+
+def _plausible(model: ArmModel, base: np.ndarray, standard: np.ndarray, prior: str | Path | None) -> dict:
+    """The second stage (identify/plausible.py) as the parameter file records it; a failure is recorded
+    (status "failed: ...") and leaves the SDP's own standard parameters; an unusable prior file is an error."""
+    values = None if prior is None else prior_from_standard(model, IdentificationResult.load(prior).standard or {})
+    try:
+        result = choose_plausible(model, base, standard, values, start=standard,
+                                  prior_source="geometry" if prior is None else str(prior))
+    except SolverError as exc:
+        return {"status": f"failed: {exc}", "fit_standard": dict(zip(model.parameter_names, standard.tolist(),
+                                                                       strict=True))}
+    out = result.as_dict(model.parameter_names, standard)
+    out["standard"] = result.standard.tolist()
+    return out
 
 
 def model_for(result: IdentificationResult) -> ArmModel:

@@ -50,6 +50,8 @@ def build_regression(model: ArmModel, data: Dataset) -> Regression:
     y = data.tau - model.known_torques(data.q)
     cutoff, order = data.processing.get("cutoff_hz"), data.processing.get("order")
     if cutoff:
+        if order is None:
+            raise DataError(f"{data.source}: low-passed at {cutoff} Hz by a filter of unrecorded order")
         # The measured torque went through the low-pass; so does every regressor
         # column, so that fit and evaluation compare like with like: the
         # Coulomb columns' steps are smoothed as the measured torque's were.

@@ -24,8 +24,28 @@ def write_text_report(result: IdentificationResult, path: Path, test_errors: np.
     lines += ["", f"base parameters ({len(result.base_values)}):"]
     for value, text in zip(result.base_values, result.base_definitions, strict=True):
         lines.append(f"  {value:+.6g}  = {text}")
+    lines += plausibility_lines(result.plausibility)
     path.write_text("\n".join(lines) + "\n")
     return path
+
+
+def plausibility_lines(plausibility: dict) -> list[str]:
+    """Per link: mass before (SDP) and after (plausible), prior mass, divergences, active bounds."""
+    if not plausibility:
+        return []
+    lines = ["", f"plausible standard parameters: {plausibility.get('status')}"]
+    if plausibility.get("status") != "optimal":
+        return lines
+    lines += [f"  prior: {plausibility['prior_source']}; largest relative base change "
+              f"{plausibility['max_base_change']:.1e}; {plausibility['solve_seconds']:.2f} s",
+              f"  total log-det divergence to the prior: SDP {plausibility['fit_total_divergence']:.4g}, "
+              f"plausible {plausibility['total_divergence']:.4g}",
+              "  link        mass SDP -> plausible (prior), kg   divergence SDP -> plausible   active bounds"]
+    for link, v in plausibility["links"].items():
+        lines.append(f"  {link:10s}  {v['fit_mass']:8.4g} -> {v['mass']:8.4g} ({v['prior_mass']:.3g})"
+                     f"   {v['fit_divergence']:10.4g} -> {v['divergence']:8.4g}   "
+                     + (", ".join(v["active_bounds"]) or "-"))
+    return lines
 
 
 def plot_torques(t: np.ndarray, measured: np.ndarray, predicted: np.ndarray, path: Path, title: str) -> Path:
@@ -35,14 +55,15 @@ def plot_torques(t: np.ndarray, measured: np.ndarray, predicted: np.ndarray, pat
     import matplotlib.pyplot as plt
 
     n = measured.shape[1]
-    fig, axes = plt.subplots(n, 1, figsize=(9, 1.6 * n), sharex=True)
-    for j, ax in enumerate(np.atleast_1d(axes)):
+    fig, grid = plt.subplots(n, 1, figsize=(9, 1.6 * n), sharex=True, squeeze=False)
+    axes = grid[:, 0]
+    for j, ax in enumerate(axes):
         ax.plot(t, measured[:, j], color="0.3", lw=1.0, label="measured (filtered)")
         ax.plot(t, predicted[:, j], color="tab:red", lw=1.0, label="predicted")
         ax.set_ylabel(f"tau{j + 1}")
         ax.grid(alpha=0.3)
-    np.atleast_1d(axes)[0].legend(loc="upper right", fontsize=8)
-    np.atleast_1d(axes)[-1].set_xlabel("time (s)")
+    axes[0].legend(loc="upper right", fontsize=8)
+    axes[-1].set_xlabel("time (s)")
     fig.suptitle(title)
     fig.tight_layout()
     fig.savefig(path, dpi=90)

@@ -2,8 +2,9 @@
 
 Holds the arm and the hash of its description (a file is never applied to a
 different model), the standard parameters (SDP only: OLS/WLS identify base
-parameters alone), the base parameters with their definitions, bounds, filter
-settings, solver statistics and per-joint errors.
+parameters alone; the plausible ones, see identify/plausible.py), the base
+parameters with their definitions, bounds, filter settings, solver statistics
+and per-joint errors.
 """
 from __future__ import annotations
 
@@ -37,6 +38,9 @@ class IdentificationResult:
     data: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
     torque_lags: list[float] = field(default_factory=list)  # s, per joint: measured torque behind the motion
+    # SDP only: how ``standard`` was chosen in the null space (identify/plausible.py): prior, per-link
+    # divergence and active bounds, the SDP's own standard parameters; {} for OLS/WLS and older files
+    plausibility: dict = field(default_factory=dict)
     format: str = FORMAT
     package_version: str = __version__
 

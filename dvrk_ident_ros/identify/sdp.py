@@ -9,7 +9,8 @@ where A = Q R is the QR factorisation of the weighted base regressor (Q^T b
 its projected target) and delta_b = K delta: the program's size does not grow
 with the number of samples. Solved with Clarabel (interior point) to
 optimality; any other status is a failure, and every constraint is verified
-on the returned parameters.
+on the returned parameters. The standard parameters a parameter file carries
+are then chosen closest to a prior with these base parameters (identify/plausible.py).
 """
 from __future__ import annotations
 
@@ -66,7 +67,8 @@ def parameter_bounds(model: ArmModel) -> dict[str, tuple[float, float]]:
             out[name] = (float(lo), float(hi))
     for link, link_spec in (spec.get("links") or {}).items():
         if "mass" in link_spec:
-            out[f"m{link}"] = tuple(float(x) for x in link_spec["mass"])
+            lo, hi = link_spec["mass"]
+            out[f"m{link}"] = (float(lo), float(hi))
     return out
 
 
@@ -82,9 +84,15 @@ def _pseudo_inertia(delta: cp.Variable, i: int) -> cp.Expression:
 
 
 def _constraints(model: ArmModel, delta: cp.Variable) -> list:
-    layout = model.layout
     constraints = [_pseudo_inertia(delta, i) >> PSEUDO_INERTIA_FLOOR * np.eye(4)
-                   for i in layout.inertial_blocks.values()]
+                   for i in model.layout.inertial_blocks.values()]
+    return constraints + bound_constraints(model, delta)
+
+
+def bound_constraints(model: ArmModel, delta: cp.Expression) -> list:
+    """The description's bounds: per-parameter (mass, friction, ...) and centre of mass (m r_lo <= l <= m r_hi)."""
+    layout = model.layout
+    constraints = []
     for name, (lo, hi) in parameter_bounds(model).items():
         j = layout.index(name)
         if np.isfinite(lo):

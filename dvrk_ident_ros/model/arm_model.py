@@ -16,7 +16,13 @@ from types import ModuleType
 
 import numpy as np
 
-from dvrk_ident_ros.cache import cache_directory, import_file, writable_directory, write_text_atomically
+from dvrk_ident_ros.cache import (
+    cache_directory,
+    import_file,
+    module_file,
+    writable_directory,
+    write_text_atomically,
+)
 from dvrk_ident_ros.errors import DataError
 from dvrk_ident_ros.model import codegen, symbolic
 from dvrk_ident_ros.model.base_parameters import BaseParameters, compute_base_parameters
@@ -30,7 +36,7 @@ _BASE_SEED = 20190426
 def _generator_fingerprint() -> str:
     h = hashlib.sha256(codegen.GENERATOR_VERSION.encode())
     for module in (symbolic, codegen):
-        h.update(Path(module.__file__).read_bytes())
+        h.update(module_file(module).read_bytes())
     return h.hexdigest()
 
 
@@ -105,7 +111,7 @@ class ArmModel:
         theirs = H[:, indices] @ values
         ours, *_ = np.linalg.lstsq(H[:, self.base.independent], theirs, rcond=None)
         residual = np.linalg.norm(H[:, self.base.independent] @ ours - theirs)
-        if residual > 1e-9 * max(np.linalg.norm(theirs), 1e-300):
+        if residual > 1e-9 * max(float(np.linalg.norm(theirs)), 1e-300):
             raise DataError(f"{self.description.arm}: the base parameters of the installed model differ from "
                             f"those of the parameter file (relative residual {residual / np.linalg.norm(theirs):.1e})")
         return ours
@@ -135,7 +141,7 @@ class ArmModel:
         delta = np.asarray(delta)
         out = np.zeros(qdd.shape, dtype=np.result_type(qdd, delta))
         d = self.description
-        elements = [(f.name, f.joint) for f in d.frames if f.motor_inertia]
+        elements = [(f.name, f.joint_coordinate) for f in d.frames if f.motor_inertia]
         elements += [(dr.name, dr.coordinate) for dr in d.drives if dr.motor_inertia]
         for owner, coord in elements:
             im = delta[self.layout.index(f"Im{owner}")]

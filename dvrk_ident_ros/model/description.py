@@ -56,6 +56,13 @@ class Frame:
     motor_inertia: bool
     spring_deflection: sympy.Expr | None  # in the motor symbols
 
+    @property
+    def joint_coordinate(self) -> LinearCoordinate:
+        """``joint`` of a moving frame (the only frames that carry friction, motor inertia or a spring)."""
+        if self.joint is None:
+            raise DescriptionError(f"frame {self.name} is fixed: it has no joint coordinate")
+        return self.joint
+
 
 @dataclass(frozen=True)
 class Drive:

@@ -40,9 +40,9 @@ class LagrangianReference:
             theta = float(sympy.sympify(f.theta).subs(dict.fromkeys(self.d.motor_symbols, 0)))
             dist = float(sympy.sympify(f.d).subs(dict.fromkeys(self.d.motor_symbols, 0)))
             if f.joint_type == "revolute":
-                theta = f.joint.coefficients @ q + f.joint.offset
+                theta = f.joint_coordinate.coefficients @ q + f.joint_coordinate.offset
             elif f.joint_type == "prismatic":
-                dist = f.joint.coefficients @ q + f.joint.offset
+                dist = f.joint_coordinate.coefficients @ q + f.joint_coordinate.offset
             alpha = float(f.alpha)
             ca, sa, ct, st = np.cos(alpha), np.sin(alpha), np.cos(theta), np.sin(theta)
             local = np.array([[ct, -st, 0, f.a], [ca * st, ca * ct, -sa, -sa * dist],

@@ -227,7 +227,7 @@ def gravity_program(description: ArmDescription) -> Program:
     for frame in description.frames:
         if frame.spring_deflection is not None:
             col = layout.index(f"K{frame.name}")
-            for j, cj in enumerate(frame.joint.coefficients):
+            for j, cj in enumerate(frame.joint_coordinate.coefficients):
                 if cj != 0:
                     p.outputs[(j, col)] = sympy.Float(cj) * frame.spring_deflection
     return p
@@ -258,7 +258,7 @@ def known_torque_program(description: ArmDescription) -> Program:
     """Modelled, not identified torques (e.g. the MTM joint-4 cable), projected on the motors."""
     syms = _Symbols(description)
     p = Program("known", ("q",), (syms.n,))
-    totals: dict[tuple[int], sympy.Expr] = {}
+    totals: dict[tuple[int, ...], sympy.Expr] = {}
     for known in description.known_torques:
         c = known.coordinate.expression
         value = sum((sympy.Float(k) * c ** (len(known.polynomial) - 1 - i) for i, k in enumerate(known.polynomial)),

@@ -9,6 +9,7 @@ import time
 
 import numpy as np
 import rclpy
+from rclpy.client import Client
 from rclpy.executors import SingleThreadedExecutor
 from sensor_msgs.msg import JointState
 
@@ -38,6 +39,7 @@ class ArmClient:
         self._move = self.node.create_publisher(JointState, f"/{arm}/move_jp", 10)
         # the stamp of the first servo_jf seen: a compensation node stamps it with the state it answers
         self.first_effort_stamp: float | None = None
+        self.last_effort: tuple[float, np.ndarray] | None = None  # (its stamp, effort) of the last servo_jf
         self.history: list[tuple[float, np.ndarray]] = []  # (state stamp, position) while recording
         self.recording = False
         self.node.create_subscription(JointState, f"/{arm}/servo_jf", self._on_effort, STATE_QOS)
@@ -88,8 +90,10 @@ class ArmClient:
         return time.monotonic() - start
 
     def _on_effort(self, msg: JointState) -> None:
+        stamp = stamp_seconds(msg.header.stamp)
         if self.first_effort_stamp is None:
-            self.first_effort_stamp = stamp_seconds(msg.header.stamp)
+            self.first_effort_stamp = stamp
+        self.last_effort = (stamp, np.asarray(msg.effort, dtype=float))
 
     def position_at(self, when: float) -> np.ndarray:
         """The recorded position whose state stamp is closest to ``when`` (s; simulated time under /clock)."""
@@ -113,7 +117,7 @@ class ArmClient:
 
     def identify(self, timeout: float = 300.0, progress_every: float = 0.0, **fields) -> Identify.Response:
         """Call /identify and wait; with ``progress_every`` > 0, print the elapsed time that often."""
-        client = self.node.create_client(Identify, "/identify")
+        client: Client[Identify.Request, Identify.Response] = self.node.create_client(Identify, "/identify")
         if not client.wait_for_service(timeout_sec=20.0):
             raise DvrkIdentError("/identify is not available")
         future = client.call_async(Identify.Request(**fields))

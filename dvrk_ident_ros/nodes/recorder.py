@@ -120,7 +120,7 @@ class Recorder(Node):
         self._expect_player = bool(params["expect_player"])
         if not bag_path:
             bag_path = str(Path(output_directory) / f"{arm}-{datetime.now():%Y%m%d-%H%M%S}")
-        bag_path = Path(bag_path).expanduser().absolute()
+        bag_directory = Path(bag_path).expanduser().absolute()
         self._arm = arm
         self._state_topic = f"/{arm}/operating_state"
         self._player_topic = player_status_topic(arm)
@@ -137,7 +137,7 @@ class Recorder(Node):
         if has_state:
             classes[OPERATING_STATE] = crtk.OperatingState
             self._state_class = crtk.OperatingState
-        self._clock = self.get_clock()
+        self._ros_clock = self.get_clock()
         self._requested_qos = {}
         for topic, msgtype in topics.items():  # before the bag exists: a bad topic name leaves no directory
             qos = EVENT_QOS if msgtype == OPERATING_STATE else STATE_QOS
@@ -146,7 +146,7 @@ class Recorder(Node):
             except InvalidTopicNameException as exc:
                 raise DvrkIdentError(f"extra_topics: invalid topic name {topic!r}: {exc}") from exc
             self._requested_qos[topic] = qos
-        self._bag = BagWriter(bag_path, topics, main_topic=f"/{arm}/measured_js", gap_threshold=gap_threshold,
+        self._bag = BagWriter(bag_directory, topics, main_topic=f"/{arm}/measured_js", gap_threshold=gap_threshold,
                               custom_data={"dvrk_ident.arm": arm,
                                            "dvrk_ident.expect_player": str(self._expect_player).lower()},
                               stamped_topics=stamped_topics(arm, topics), offered_qos=self._offered_qos)
@@ -157,6 +157,13 @@ class Recorder(Node):
             f"ros_distro {self._bag.ros_distro or 'unknown'}"
             + (f"; expecting the {arm} player: a bag without its data is not kept" if self._expect_player else "")
             + f"): {', '.join(topics)}")
+
+    @property
+    def bag(self) -> BagWriter:
+        """The bag being written (created at the end of ``__init__``)."""
+        if self._bag is None:
+            raise DvrkIdentError("the recorder has no bag: its start failed")
+        return self._bag
 
     def _offered_qos(self, topic: str) -> list[OfferedQos]:
         """The QoS profiles the topic's publishers offer (as ``ros2 bag record`` records them); where the graph
@@ -189,8 +196,8 @@ class Recorder(Node):
         return guarded(self, topic, on_message)
 
     def _write(self, topic: str, data: bytes) -> None:
-        stamp = self._clock.now().nanoseconds or time.time_ns()
-        self._bag.write(topic, data, stamp)  # signals only set a flag (common.run): never cut mid-write
+        stamp = self._ros_clock.now().nanoseconds or time.time_ns()
+        self.bag.write(topic, data, stamp)  # signals only set a flag (common.run): never cut mid-write
 
     def _log_state(self, data: bytes) -> None:
         """One log line per change of the arm's operating state (a few messages per session)."""
@@ -211,18 +218,19 @@ class Recorder(Node):
         self._player.add(deserialize_message(data, PlayerStatus).phase)
 
     def _status_message(self, recording: bool) -> RecorderStatus:
-        counts = self._bag.counts
-        invalid = self._bag.invalid_counts
-        gaps = self._bag.gaps()
+        bag = self.bag
+        counts = bag.counts
+        invalid = bag.invalid_counts
+        gaps = bag.gaps()
         outcome = self._outcome
-        path = "" if outcome is not None and not outcome.keep else str(self._bag.path)
+        path = "" if outcome is not None and not outcome.keep else str(bag.path)
         msg = RecorderStatus(recording=recording, bag_path=path, topics=list(counts),
                              message_counts=list(counts.values()),
                              invalid_counts=[invalid.get(topic, 0) for topic in counts],
                              gap_count=gaps.count, max_gap=gaps.max_gap,
                              operating_state=self._arm_status.describe() if self._arm_status else "",
                              outcome=outcome.kind if outcome is not None else "")
-        msg.header.stamp = self._clock.now().to_msg()
+        msg.header.stamp = self._ros_clock.now().to_msg()
         return msg
 
     def _publish_status(self) -> None:
@@ -255,7 +263,7 @@ class Recorder(Node):
 
     def _finish(self, outcome: Outcome) -> None:
         """Rename or remove the closed bag as its outcome says, with one log line saying what and why."""
-        bag, log = self._bag, self.get_logger()
+        bag, log = self.bag, self.get_logger()
         try:
             if not outcome.keep:
                 left = bag.remove()

@@ -442,6 +442,9 @@ class SimulatedArmNode(Node):
 
     def _run_clock(self, server: threading.Thread) -> None:
         """Simulated time in steps of 1/clock_rate, /clock after each, the state every publish period."""
+        clock_pub = self._clock_pub
+        if clock_pub is None:
+            raise DvrkIdentError("simulated time without a /clock publisher (publish_clock is false)")
         clock_ns = round(1e9 / self.clock_rate)
         state_ns = round(1e9 / self.publish_rate)
         elapsed_ns, next_state_ns = 0, state_ns
@@ -456,7 +459,7 @@ class SimulatedArmNode(Node):
             stamp = _time_msg((epoch_ns + elapsed_ns) * 1e-9)
             clock.clock = stamp
             try:
-                self._clock_pub.publish(clock)
+                clock_pub.publish(clock)
             except Exception as exc:  # noqa: BLE001 - as for the state samples: time goes on
                 self.publish_failures += 1
                 self.get_logger().warning(f"/clock not published ({exc}); {self.publish_failures} failures so far",

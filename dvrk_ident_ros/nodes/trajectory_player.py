@@ -56,6 +56,7 @@ from pathlib import Path
 import numpy as np
 import rclpy
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.action.server import ServerGoalHandle
 from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
@@ -107,12 +108,12 @@ LATEST_STATE_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1, reliabil
 class Session:
     """One play request: waits until the arm is ready (``started`` false, nothing sent), then plays."""
 
-    plan: object
+    plan: playback.FourierPlayback | playback.GridPlayback
     kind: str  # "fourier" | "grid"
     trajectory_file: str
     requested: float  # steady time of the request: ready_timeout runs from here
-    goal_handle: object | None
-    future: Future
+    goal_handle: ServerGoalHandle[PlayTrajectory.Goal, PlayTrajectory.Result, PlayTrajectory.Feedback] | None
+    future: Future[PlayTrajectory.Result]
     monitor: playback.TrackingMonitor
     started: bool = False
     start: float = 0.0  # node-clock time the motion began
@@ -128,6 +129,13 @@ class Session:
     ticks: int = 0
     last_phase: PlayerPhase | None = None  # the last status's (sent again at once when it changes)
     skipped: list[str] = field(default_factory=list)
+
+    @property
+    def stream_clock(self) -> StreamClock:
+        """``clock``, set when a Fourier plan starts."""
+        if self.clock is None:
+            raise DvrkIdentError(f"{self.trajectory_file}: no stream clock (not a started Fourier trajectory)")
+        return self.clock
 
 
 class TrajectoryPlayerNode(Node):
@@ -249,7 +257,7 @@ class TrajectoryPlayerNode(Node):
             return
         self._state_time = now
         self._state_stamp = stamp_seconds(msg.header.stamp)
-        if self.session is not None and self.session.started and self.session.kind == "grid":
+        if self.session is not None and self.session.started and isinstance(self.session.plan, playback.GridPlayback):
             self.session.plan.on_sample()
 
     def _on_jaw(self, msg: JointState) -> None:
@@ -316,7 +324,7 @@ class TrajectoryPlayerNode(Node):
         is checked against the limits before any motion)."""
         self.speed_scale = float(value)
 
-    def _plan(self, path: Path, speed_scale: float):
+    def _plan(self, path: Path, speed_scale: float) -> tuple[playback.FourierPlayback | playback.GridPlayback, str]:
         raw = read_document(path)
         if isinstance(raw, dict) and raw.get("format") == GRID_FORMAT:
             if not self.spec.gc_fits:  # grids collect the data of a gc fit (MLSE)
@@ -504,24 +512,28 @@ class TrajectoryPlayerNode(Node):
         try:
             if not self._may_run(self.arm_state.status):  # the state callback aborts first; a safety net
                 return self._abort_not_ready(self.arm_state.reason())
-            if now - self._state_time > self.stale_timeout:
+            state_time = self._state_time
+            if state_time is None:  # started: a valid state had arrived
+                return self._finish(Result.OUTCOME_ABORTED_STALE, f"no valid /{self.arm}/measured_js")
+            if now - state_time > self.stale_timeout:
                 return self._finish(Result.OUTCOME_ABORTED_STALE,
-                                    f"/{self.arm}/measured_js stale for {now - self._state_time:.3f} s "
-                                    f"(now {now:.3f}, last state {self._state_time:.3f})")
-            if s.kind == "fourier":
-                sp = s.plan.step(s.clock.tick(now))
+                                    f"/{self.arm}/measured_js stale for {now - state_time:.3f} s "
+                                    f"(now {now:.3f}, last state {state_time:.3f})")
+            if isinstance(s.plan, playback.FourierPlayback):
+                clock = s.stream_clock
+                sp = s.plan.step(clock.tick(now))
                 self._check_stream(s)
                 if s.ticks % TRACKING_CHECK_EVERY == 0:
                     # the setpoint the arm had been sent at the instant the state was measured
                     measured_at = self._state_stamp
                     if abs(measured_at - now) > OTHER_CLOCK:  # stamped on another clock: when it arrived
-                        measured_at = self._state_time
-                    expected = s.plan.step(s.clock.setpoint_time(min(measured_at, now))).position
+                        measured_at = state_time
+                    expected = s.plan.step(clock.setpoint_time(min(measured_at, now))).servo_position
                     try:
                         s.monitor.check(expected, self.q)
                     finally:
                         s.max_error = np.maximum(s.max_error, s.monitor.error)
-                self._send_position(sp.position, sp.velocity, move=False, stamp=clock_now.to_msg())
+                self._send_position(sp.servo_position, sp.velocity, move=False, stamp=clock_now.to_msg())
                 s.commands_sent += 1
             else:
                 if self._move.failed:
@@ -546,7 +558,7 @@ class TrajectoryPlayerNode(Node):
 
     def _check_stream(self, s: Session) -> None:
         """Say when the stream stalled (throttled) or runs far slower than stream_rate (once)."""
-        clock = s.clock
+        clock = s.stream_clock
         if clock.stalled:
             self.get_logger().warning(
                 f"stream stalled {1e3 * clock.last_gap:.0f} ms (the player was not scheduled): trajectory held, the "
@@ -594,6 +606,8 @@ class TrajectoryPlayerNode(Node):
             goal_handle.abort()
             return Result(outcome=Result.OUTCOME_FAILED, message=str(exc))
         result = await session.future
+        if result is None:
+            raise DvrkIdentError(f"{request.trajectory_file}: the play ended without a result")
         result.bag_path = request.bag_path
         return result
 

@@ -3,6 +3,7 @@ lists its parameters. :func:`schema_of` finds a node's schema by the node's name
 from __future__ import annotations
 
 from dvrk_ident_ros.parameters import (
+    gc_calibration,
     gravity_compensation,
     identification_service,
     recorder,
@@ -13,7 +14,7 @@ from dvrk_ident_ros.parameters.schema import Kind, NodeSchema, Parameter, Parame
 
 #: Every node's schema, by node (executable) name.
 SCHEMAS: dict[str, NodeSchema] = {module.SCHEMA.node: module.SCHEMA for module in (
-    trajectory_player, recorder, identification_service, gravity_compensation, simulated_arm)}
+    trajectory_player, recorder, identification_service, gravity_compensation, simulated_arm, gc_calibration)}
 
 
 def schema_of(node: str) -> NodeSchema | None:

@@ -13,6 +13,7 @@ import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import TypeGuard
 
 from dvrk_ident_ros.errors import DvrkIdentError
 
@@ -55,7 +56,7 @@ def _is(value: object, kind: Kind) -> bool:
     return isinstance(value, python)
 
 
-def _is_sequence(value: object) -> bool:
+def _is_sequence(value: object) -> TypeGuard[list | tuple | array.array]:
     """A list, tuple or array.array (what rclpy gives for a parameter array), not a string."""
     return isinstance(value, list | tuple | array.array)
 
@@ -92,6 +93,7 @@ class Parameter:
     runtime: bool = False
     expect: str = ""
     arm_dependent: bool = False
+    numeric_text: bool = False  # a string that may be all digits (a serial number): -p serial:=41878 is "41878"
 
     @property
     def read_only(self) -> bool:
@@ -147,11 +149,11 @@ class Parameter:
                 return
             raise self._error(value, _NAMES[self.kind])
         if self.kind.is_array:
-            if not _is_sequence(value) or not all(_is(v, self.kind) for v in value):  # type: ignore[attr-defined]
+            if not _is_sequence(value) or not all(_is(v, self.kind) for v in value):
                 raise self._error(value, _NAMES[self.kind])
             if self.kind is Kind.DOUBLE_ARRAY:
-                for v in value:  # type: ignore[attr-defined]
-                    self._check_number(float(v), list(value))  # type: ignore[call-overload]
+                for v in value:
+                    self._check_number(float(v), list(value))
             return
         if not _is(value, self.kind):
             raise self._error(value, _NAMES[self.kind])
@@ -168,15 +170,15 @@ class Parameter:
         text, an empty list (rcl types it as bytes) is []; then :meth:`check`."""
         if self.kind.is_array:
             if value is None or (not isinstance(value, str) and hasattr(value, "__len__")
-                                 and len(value) == 0):  # type: ignore[arg-type]
+                                 and len(value) == 0):
                 value = []  # rcl types an empty list as a byte array
             if _is_sequence(value):  # rclpy gives array.array('d') for a double array
                 value = [float(v) if self.kind is Kind.DOUBLE_ARRAY and _is(v, self.kind) else v
-                         for v in value]  # type: ignore[attr-defined]
+                         for v in value]
         elif self.kind is Kind.DOUBLE and isinstance(value, int) and not isinstance(value, bool):
             value = float(value)
-        elif (self.kind is Kind.STRING and self.choices and isinstance(value, int | float)
-              and not isinstance(value, bool)):
+        elif (self.kind is Kind.STRING and (self.choices or (self.numeric_text and isinstance(value, int)))
+              and isinstance(value, int | float) and not isinstance(value, bool)):
             value = str(value)
         self.check(value)
         return value

@@ -36,15 +36,9 @@ class SimConfig:
     builtin_gravity_compensation: bool
     move_speed: np.ndarray  # move_jp: largest speed per joint (rad/s, m/s)
     parameter_file: Path
+    spec: ArmSpec  # the arm family's traits (arm registry)
+    prismatic: np.ndarray  # per dVRK joint: True for a prismatic joint (:func:`prismatic_joints`)
     coulomb_velocity: float = 0.02
-    prismatic: np.ndarray = None  # type: ignore[assignment]  # per dVRK joint: True for a prismatic joint
-    spec: ArmSpec | None = None  # the arm family's traits (arm registry); None: from ``family``
-
-    def __post_init__(self) -> None:
-        if self.spec is None:
-            self.spec = arm_spec(self.family)
-        if self.prismatic is None:
-            self.prismatic = prismatic_joints(self.model)
 
 
 def prismatic_joints(model: ArmModel) -> np.ndarray:
@@ -79,26 +73,28 @@ def load_sim_config(family: str, path: str | Path | None = None, parameters: str
     """The simulated arm of an arm, family or model name (MTML, mtm, ...: the arm registry's ``simulation``
     file unless ``path`` is given), its true parameters from that file unless ``parameters`` is given."""
     spec = arm_spec(family)
-    if path is None and spec.simulation is None:
+    source = Path(path) if path else spec.simulation
+    if source is None:
         raise DescriptionError(f"{spec.description}: dvrk.simulation: the {spec.family} has no simulated arm")
-    path = Path(path) if path else spec.simulation
-    raw = read_document(path)
+    raw = read_document(source)
     model = load_model(spec.model)
     n = model.dof
-    parameter_file = Path(parameters) if parameters else path.parent / str(raw.get("parameters"))
+    parameter_file = Path(parameters) if parameters else source.parent / str(raw.get("parameters"))
     servo = raw.get("servo") or {}
-    gains = PidGains(_vector(servo, "kp", n, path), _vector(servo, "kd", n, path), _vector(servo, "ki", n, path),
-                     _vector(servo, "torque_limit", n, path), _vector(servo, "integral_limit", n, path))
+    gains = PidGains(_vector(servo, "kp", n, source), _vector(servo, "kd", n, source),
+                     _vector(servo, "ki", n, source), _vector(servo, "torque_limit", n, source),
+                     _vector(servo, "integral_limit", n, source))
     noise = raw.get("noise") or {}
     hyst = raw.get("hysteresis") or {}
     amplitude = np.asarray(hyst.get("amplitude", np.zeros((n, 1))), dtype=float)
     if amplitude.ndim != 2 or amplitude.shape[0] != n:
-        raise DescriptionError(f"{path}: hysteresis.amplitude: expected {n} rows of polynomial coefficients")
+        raise DescriptionError(f"{source}: hysteresis.amplitude: expected {n} rows of polynomial coefficients")
     return SimConfig(
         family=spec.model, spec=spec, model=model, delta=load_true_parameters(model, parameter_file), gains=gains,
-        noise=NoiseLevels(_vector(noise, "resolution", n, path), _vector(noise, "effort_std", n, path),
-                          _vector(noise, "effort_resolution", n, path) if "effort_resolution" in noise else None),
-        hysteresis=amplitude, hysteresis_width=float(hyst.get("width", 0.02)), home=_vector(raw, "home", n, path),
+        noise=NoiseLevels(_vector(noise, "resolution", n, source), _vector(noise, "effort_std", n, source),
+                          _vector(noise, "effort_resolution", n, source) if "effort_resolution" in noise else None),
+        hysteresis=amplitude, hysteresis_width=float(hyst.get("width", 0.02)), home=_vector(raw, "home", n, source),
         builtin_gravity_compensation=bool(raw.get("builtin_gravity_compensation", False)),
-        move_speed=_vector(raw, "move_speed", n, path), parameter_file=parameter_file,
+        move_speed=_vector(raw, "move_speed", n, source), parameter_file=parameter_file,
+        prismatic=prismatic_joints(model),
         coulomb_velocity=float(raw.get("coulomb_velocity", 0.02)))

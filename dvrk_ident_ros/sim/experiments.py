@@ -8,6 +8,16 @@ Drift test (Lin 2019, section V-C): the arm is brought to a random pose by
 its PID, then left under the compensation torques only (commanded from each
 state sample, held between samples) for ``hold_time``; the drift is the tip
 displacement (mm) and rotation (deg) over that time.
+
+Pose grids: :func:`collect_pose_grid` plays a grid as the player does
+(move_jp, reached, settle, sample) and leaves out the first ``trim[0]`` poses of
+every sweep: the arm reaches a sweep's first pose from the previous sweep (the
+other direction, or another auxiliary value) with the joint's cable hysteresis
+still in that motion's state, so its holding torque is not the sweep's
+direction's (the original tool drops the first two and the last pose,
+:func:`dvrk_ident_ros.gc.data.load_cuhk`). :func:`collection_time` is the
+time the arm takes for a grid (simulated seconds, the same per pose as
+:func:`collect_pose_grid` spends).
 """
 from __future__ import annotations
 
@@ -21,13 +31,21 @@ from dvrk_ident_ros.sim.arm import SimulatedArm
 
 
 def collect_pose_grid(arm: SimulatedArm, playback: GridPlayback, rate: float = 100.0, settle_timeout: float = 5.0,
-                      std_filter: float = 0.3) -> PoseData:
-    """Move-settle-sample through the grid's poses; per pose the robust mean of the samples (as the loaders)."""
+                      std_filter: float = 0.3, trim: tuple[int, int] = (1, 0)) -> PoseData:
+    """Move-settle-sample through the grid's poses; per pose the robust mean of the samples (as the loaders).
+
+    ``trim``: poses left out at the start and the end of every sweep (played, not kept)."""
     sweeps = playback.grid["sweeps"]
     offsets = np.cumsum([0] + [len(s["poses"]) for s in sweeps])
     qs, taus, joints, dirs, auxs, ids = [], [], [], [], [], []
     dt = 1.0 / rate
-    for pose in playback.poses:
+    sweep_of = [int(np.searchsorted(offsets, pose.index, side="right") - 1) for pose in playback.poses]
+    seen: dict[int, int] = {}
+    rank = []  # each pose's position in its sweep
+    for k in sweep_of:
+        rank.append(seen.get(k, 0))
+        seen[k] = rank[-1] + 1
+    for n, pose in enumerate(playback.poses):
         arm.move_jp(pose.q)
         waited = 0.0
         while (arm.busy or np.max(np.abs(arm.q - pose.q)) > playback.tolerance) and waited < settle_timeout:
@@ -40,7 +58,9 @@ def collect_pose_grid(arm: SimulatedArm, playback: GridPlayback, rate: float = 1
             q, _, tau = arm.measured()
             samples_q.append(q)
             samples_tau.append(tau)
-        k = int(np.searchsorted(offsets, pose.index, side="right") - 1)
+        k = sweep_of[n]
+        if rank[n] < trim[0] or rank[n] >= seen[k] - trim[1]:
+            continue
         sweep = sweeps[k]
         qs.append(robust_mean(np.array(samples_q).T[None], std_filter)[0])
         taus.append(robust_mean(np.array(samples_tau).T[None], std_filter)[0])
@@ -50,6 +70,17 @@ def collect_pose_grid(arm: SimulatedArm, playback: GridPlayback, rate: float = 1
         ids.append(k)
     return PoseData(np.array(qs), np.array(taus), np.array(joints), np.array(dirs), np.array(auxs), np.array(ids),
                     "simulated arm")
+
+
+def collection_time(arm: SimulatedArm, playback: GridPlayback, rate: float = 100.0) -> float:
+    """Seconds the arm takes for the grid: per pose the arm's own move (its quintic at ``move_speed``, at least
+    0.1 s), the settle time and the sampling window (``samples_per_pose`` at ``rate``), from the home pose."""
+    q = arm.home.copy()
+    total = 0.0
+    for pose in playback.poses:
+        total += max(0.1, arm._move_duration(q, pose.q)) + playback.settle_time + playback.samples_per_pose / rate
+        q = pose.q
+    return total
 
 
 @dataclass
@@ -80,12 +111,23 @@ def random_poses(arm: SimulatedArm, count: int, rng: np.random.Generator, fracti
             if len(nz) == 1 and abs(row[nz[0]] - 1.0) < 1e-12:
                 lo[nz[0]], hi[nz[0]] = lower, upper
     mid, half = (lo + hi) / 2, (hi - lo) / 2 * fraction
-    out = []
+    out: list[np.ndarray] = []
     while len(out) < count:
         q = rng.uniform(mid - half, mid + half)
         if checker.first_position_violation(q[None]) is None:
             out.append(q)
     return np.array(out)
+
+
+class StaticTruth:
+    """The simulator's exact gravity, springs and cable torques as a compensation: the drift test's floor
+    (what is left is the cable hysteresis the PID held, and the friction)."""
+
+    def __init__(self, arm: SimulatedArm):
+        self.arm = arm
+
+    def compute(self, q, qd, scale: float = 1.0) -> np.ndarray:
+        return scale * self.arm.static_torque(self.arm.model.motor_from_dvrk(np.asarray(q, dtype=float)))
 
 
 def tip_pose(arm: SimulatedArm, q_dvrk: np.ndarray) -> np.ndarray:

@@ -11,6 +11,7 @@ and control are off).
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -42,8 +43,8 @@ class ArmPhysics:
         for kind in ("Fv", "Fc", "Fo"):
             self._rigid[layout.of_kind(kind)] = 0.0  # friction handled here, smoothly
         d = model.description
-        coords = [(f.name, f.joint) for f in d.frames if f.friction] + [(dr.name, dr.coordinate)
-                                                                          for dr in d.drives if dr.friction]
+        coords = [(f.name, f.joint_coordinate) for f in d.frames if f.friction]
+        coords += [(dr.name, dr.coordinate) for dr in d.drives if dr.friction]
         # friction elements, vectorised: velocity v = C qd, torque C^T f(v)
         self._C = np.array([coord.coefficients for _, coord in coords], dtype=float).reshape(-1, self.n)
         self._fv = np.array([self.delta[layout.index(f"Fv{o}")] for o, _ in coords])
@@ -54,7 +55,8 @@ class ArmPhysics:
         self._unit = np.eye(self.n)
         # motor inertia is not in the rigid-body inertia program: I_m c c^T per element
         self._motor_inertia = self.model._motor_inertia(np.eye(self.n), self.delta)
-        self.known_torque_domain = None  # optional q -> q inside the known torques' fitted range
+        #: optional q -> q inside the known torques' fitted range
+        self.known_torque_domain: Callable[[np.ndarray], np.ndarray] | None = None
         self.mass_tolerance = 0.0  # reuse M(q) while q stays this close (0: always recompute); see mass_weights
         #: per motor coordinate, how fast M changes with it (:meth:`mass_sensitivity`); None: every coordinate
         #: counts fully (the tolerance is then in rad, m)

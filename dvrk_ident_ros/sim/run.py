@@ -35,9 +35,9 @@ def simulate_tracking(physics: ArmPhysics, servo: PidServo, trajectory: FourierT
             qd_rec.append(qd_d)
             tau_rec.append(effort_d.copy())
         state = physics.step_euler(state, model.motor_torque_from_dvrk(effort_d), dt)
-    q_rec, qd_rec, tau_rec = np.array(q_rec), np.array(qd_rec), np.array(tau_rec)
+    q_out, qd_out, tau_out = np.array(q_rec), np.array(qd_rec), np.array(tau_rec)
     if noise is not None:
-        q_rec = quantize(q_rec, noise.resolution)
-        tau_rec = noisy_effort(tau_rec, noise.effort_std, rng)
-    return Dataset(t=np.array(t_rec), q=model.motor_from_dvrk(q_rec), qd=model.motor_from_dvrk(qd_rec),
-                   tau=model.motor_torque_from_dvrk(tau_rec), source="simulated arm")
+        q_out = quantize(q_out, noise.resolution)
+        tau_out = noisy_effort(tau_out, noise.effort_std, rng)
+    return Dataset(t=np.array(t_rec), q=model.motor_from_dvrk(q_out), qd=model.motor_from_dvrk(qd_out),
+                   tau=model.motor_torque_from_dvrk(tau_out), source="simulated arm")

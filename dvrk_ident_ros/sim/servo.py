@@ -6,7 +6,7 @@ reports as the measured effort. Motor torques follow as tau^m = A^T tau^d.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -17,7 +17,7 @@ class PidGains:
     kd: np.ndarray
     ki: np.ndarray
     torque_limit: np.ndarray
-    integral_limit: np.ndarray = field(default=None)  # type: ignore[assignment]
+    integral_limit: np.ndarray | None = None
 
 
 class PidServo:

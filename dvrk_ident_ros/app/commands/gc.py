@@ -6,13 +6,15 @@ import json
 
 from dvrk_ident_ros.app.jobs import gc_fit_job
 from dvrk_ident_ros.errors import DataError
-from dvrk_ident_ros.estimators import GRAVITY, estimator_names, method_help
+from dvrk_ident_ros.estimators import DEFAULT_GRAVITY_ESTIMATOR, GRAVITY, estimator_names, method_help
 from dvrk_ident_ros.files import add_command_group
 from dvrk_ident_ros.gc.crossval import cross_validate, select_orders
 from dvrk_ident_ros.gc.data import EFFORTS
+from dvrk_ident_ros.gc.fits import FITS
 from dvrk_ident_ros.gc.loaders import load_poses
 from dvrk_ident_ros.gc.mlse import DEFAULT_ORDERS, relative_errors
 from dvrk_ident_ros.gc.params import load_gc
+from dvrk_ident_ros.gc.validation import FixedFile, HeldOut, held_out_errors, held_out_folds
 
 
 def _orders(text: str | None) -> dict[int, int]:
@@ -29,7 +31,8 @@ def _orders(text: str | None) -> dict[int, int]:
 
 
 def _fit(args: argparse.Namespace) -> int:
-    orders = "auto" if args.orders == "auto" else _orders(args.orders)
+    # no --orders: None, so that an estimator choosing its own orders (rmlse) does; MLSE takes Lin's
+    orders = "auto" if args.orders == "auto" else _orders(args.orders) if args.orders else None
     outcome = gc_fit_job(args.data, args.arm, args.out, serial=args.serial or "unknown", method=args.method,
                          orders=orders, effort=args.effort)
     print(outcome.summary)
@@ -43,9 +46,35 @@ def _check(args: argparse.Namespace) -> int:
     errors = relative_errors((params.theta_pos, params.theta_neg), data, by_direction=True)
     report = {f"joint{i}": {d: round(100 * errors[(i, d)], 2) for d in ("pos", "neg") if (i, d) in errors}
               for i in range(1, 7)}
-    print(json.dumps({"params": str(args.params), "version": params.version, "relative_rms_error_percent": report},
-                     indent=1))
+    out = {"params": str(args.params), "version": params.version, "relative_rms_error_percent": report}
+    if args.sweep_folds > 0:
+        out["held_out"] = _held_out_report(args, params, data)
+    print(json.dumps(out, indent=1))
     return 0
+
+
+def _percent(result: HeldOut) -> dict:
+    row = {f"joint{i}": round(100 * float(e), 2) for i, e in enumerate(result.per_joint(), start=1)}
+    row["mean"] = round(100 * result.mean(), 2)
+    row.update({f"mean_{family}": round(100 * result.mean(family), 2) for family in ("sweeps", "far", "cross")})
+    return row
+
+
+def _held_out_report(args: argparse.Namespace, params, data) -> dict:
+    """The held-out protocol (gc/validation.py): the estimator refitted on each fold beside the file,
+    which is fixed and only evaluated on each fold's held-out poses."""
+    folds = held_out_folds(data, args.sweep_folds, args.far)
+    fit = FITS[args.method]
+    ours = held_out_errors(lambda d: fit(d, None), data, folds)
+    theirs = held_out_errors(FixedFile(params.theta_pos, params.theta_neg).fit, data, folds)
+    return {"protocol": f"{args.sweep_folds} folds of whole sweeps + the {100 * args.far:g} % farthest poses "
+                        "per joint; relative RMS (%) of each joint's torque on its held-out poses, both directions "
+                        "(mean_cross: each joint's torque at rest on the other joints' held-out sweeps, a guard)",
+            "folds": len(folds),
+            "estimator": {"method": args.method, "refitted": "on each fold", **_percent(ours)},
+            "file": {"path": str(args.params), "refitted": "no (its held-out poses may have been in its fit)",
+                     **_percent(theirs)},
+            "estimator_vs_file_mean_change_percent": round(100 * (ours.mean() / theirs.mean() - 1), 1)}
 
 
 def _orders_cmd(args: argparse.Namespace) -> int:
@@ -74,13 +103,19 @@ def add_gc_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--arm", default=None, help="MTML or MTMR (default: from the data path)")
     p.add_argument("--serial", default=None)
     p.add_argument("--orders", default=None, help="polynomial orders of joints 1-6, e.g. 4,1,4,4,4,4, or auto")
-    p.add_argument("--method", choices=estimator_names(GRAVITY), default="mlse", help=method_help(GRAVITY))
+    p.add_argument("--method", choices=estimator_names(GRAVITY), default=DEFAULT_GRAVITY_ESTIMATOR,
+                   help=method_help(GRAVITY))
     p.add_argument("--out", default=None, help="default gc-<ARM>-<SN>.json")
     _add_effort(p)
     p.set_defaults(handler=_fit)
-    p = gsub.add_parser("check", help="relative RMS error per joint and direction of a gc file on data")
-    p.add_argument("--params", required=True)
+    p = gsub.add_parser("check", help="relative RMS error per joint and direction of a gc file on data, and the "
+                                      "held-out protocol: an estimator refitted per fold beside the file")
+    p.add_argument("--params", required=True, help="the gc file to evaluate (e.g. the original tool's)")
     p.add_argument("--data", required=True)
+    p.add_argument("--method", choices=estimator_names(GRAVITY), default=DEFAULT_GRAVITY_ESTIMATOR,
+                   help="the estimator refitted on each held-out fold")
+    p.add_argument("--sweep-folds", type=int, default=5, help="folds of whole sweeps (0: no held-out report)")
+    p.add_argument("--far", type=float, default=0.1, help="fraction of each joint's farthest poses held out")
     _add_effort(p)
     p.set_defaults(handler=_check)
     p = gsub.add_parser("orders", help="choose the polynomial orders by cross-validation")

@@ -21,7 +21,7 @@ FORMAT_CHOICES = list(FORMATS)
 def _identify(args: argparse.Namespace) -> int:
     lags = "auto" if args.torque_lags == "auto" else "none"
     outcome = identification_job(args.arm, args.data, args.method, Path(args.out), args.format, cutoff=args.cutoff,
-                                 torque_lags=lags, plots=not args.no_plots)
+                                 torque_lags=lags, plots=not args.no_plots, prior=args.prior)
     print(outcome.summary)
     print(f"parameters written to {outcome.result_file}")
     return 0
@@ -62,6 +62,9 @@ def add_identify_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--cutoff", type=float, default=None, help="low-pass cutoff, Hz (default: the arm's, 1.8 / 5.4)")
     p.add_argument("--torque-lags", choices=["auto", "none"], default="auto",
                    help="estimate the per-joint delay of the measured torque (default) or assume none")
+    p.add_argument("--prior", default=None,
+                   help="sdp: parameter file whose standard parameters (CAD, an earlier fit) the plausible "
+                        "standard parameters are drawn to (default: a prior from the link geometry)")
     p.add_argument("--no-plots", action="store_true")
     p.set_defaults(handler=_identify)
 

@@ -1,0 +1,170 @@
+"""Issue 20 (items 3 and 5): the drift test of Lin 2019 section VI-B on the simulated arms, ROS-free.
+
+At >= 100 random poses inside the range the compensation's data covered, the arm
+is brought to the pose by its PID, then left for 2 s under the compensation
+torques alone (no PID); the tip's displacement (mm, the model's forward
+kinematics) and rotation (deg) over the 2 s, mean and max
+(:func:`dvrk_ident_ros.sim.experiments.drift_test`).
+
+- MTM: the simulated MTML collects a pose grid (move, settle, sample, as the
+  player does), MLSE fits it, the gc file's law holds the arm. Before: every
+  10th pose of the shipped grid, every pose kept; after: the grid design of
+  ``DESIGN`` (README "Gravity compensation of the MTM"), the first pose of every
+  sweep left out (reached from the previous sweep: the cable hysteresis is in
+  the other direction's state). Floor: the same poses held by the simulator's
+  exact static torques: the arm still moves, as the Dahl cable hysteresis the
+  PID was holding (z = +-1 after the approach, 30-40 mN m on joints 1-3) lets go
+  over its pre-sliding width (0.01 rad). Acceptance: mean below 2 mm and 1 deg.
+- Grid sizes and the time each takes on the arm (moves at the arm's speed,
+  settle, sampling; :func:`~dvrk_ident_ros.sim.experiments.collection_time`).
+- PSM: SDP identification on a simulated recording of the shipped excitation
+  trajectory, then the identified model's compensation
+  (:class:`~dvrk_ident_ros.gc.model_law.ModelCompensation`: gravity, springs,
+  counterweight) holds the simulated PSM; floor: the true parameters' compensation.
+
+``DVRK_IDENT_BENCH_DRIFT_POSES`` (default 100) sets the number of poses.
+"""
+from __future__ import annotations
+
+import os
+import time
+
+import numpy as np
+
+from dvrk_ident_ros.excitation.files import load_grid
+from dvrk_ident_ros.excitation.playback import GridPlayback
+from dvrk_ident_ros.gc.fits import FITS
+from dvrk_ident_ros.gc.law import CompensationLaw
+from dvrk_ident_ros.gc.mlse import relative_errors
+from dvrk_ident_ros.gc.params import GcParameters
+from dvrk_ident_ros.model.description import config_directory
+from dvrk_ident_ros.sim.arm import SimulatedArm
+from dvrk_ident_ros.sim.config import load_sim_config
+from dvrk_ident_ros.sim.experiments import (
+    DriftResult,
+    StaticTruth,
+    collect_pose_grid,
+    collection_time,
+    drift_test,
+    random_poses,
+)
+
+MTM_MEAN_MM, MTM_MEAN_DEG = 2.0, 1.0  # acceptance (issue 20), against Lin 2019's 4.6 mm, 2.31 deg on a real MTM
+#: The grid the "after" figure uses: pose stride, sweep stride, poses left out at each sweep's start and end.
+DESIGN = {"pose_stride": 3, "sweep_stride": 2, "trim": (1, 0)}
+BEFORE = {"pose_stride": 10, "sweep_stride": 1, "trim": (0, 0)}
+GRID_VARIANTS = [(1, 1), (3, 1), (3, 2), (5, 1), (5, 2), (10, 1)]  # (pose stride, sweep stride) whose time is printed
+
+
+def _line(label: str, result: DriftResult, seconds: float) -> None:
+    print(f"  {label:<46} {result.summary()} ({seconds:.0f} s)", flush=True)
+
+
+def _gc_law(data, method: str = "mlse") -> CompensationLaw:
+    fit = FITS[method](data, None)
+    upper = np.append(data.tau[:, :6].max(0), 0) + 0.1
+    lower = np.append(data.tau[:, :6].min(0), 0) - 0.1
+    return CompensationLaw(GcParameters("MTML", "sim", fit.theta(+1), fit.theta(-1), upper, lower))
+
+
+def _mtm_fit(grid: dict, setting: dict, label: str) -> tuple[CompensationLaw, object]:
+    arm = SimulatedArm(load_sim_config("mtm"), "MTML", seed=1)
+    playback = GridPlayback(grid, arm.checker, pose_stride=setting["pose_stride"],
+                            sweep_stride=setting["sweep_stride"])
+    t0, start = arm.time, time.perf_counter()
+    data = collect_pose_grid(arm, playback, trim=setting["trim"])
+    errors = relative_errors(FITS["mlse"](data, None), data)
+    print(f"  {label}: {len(playback.poses)} poses played ({len(data.q)} kept) in {arm.time - t0:.0f} s on the "
+          f"arm ({time.perf_counter() - start:.0f} s here); MLSE fit error (%) "
+          + " ".join(f"{100 * errors[(i, 'both')]:.1f}" for i in range(1, 7)), flush=True)
+    return _gc_law(data), data
+
+
+def grid_times(grid: dict) -> None:
+    arm = SimulatedArm(load_sim_config("mtm"), "MTML", noise=False)
+    print("  shipped grid (config/grids/mtml_gc_grid.yaml): poses and time on the arm (move at the arm's speed, "
+          "settle 0.5 s, 10 samples at 100 Hz)")
+    for pose_stride, sweep_stride in GRID_VARIANTS:
+        playback = GridPlayback(grid, arm.checker, pose_stride=pose_stride, sweep_stride=sweep_stride)
+        seconds = collection_time(arm, playback)
+        print(f"    every {pose_stride:>2}th pose, every {sweep_stride}th sweep pair: {len(playback.poses):5d} poses, "
+              f"{seconds / 60:5.1f} min", flush=True)
+
+
+def mtm_goals(grid: dict, poses: int) -> np.ndarray:
+    """Random poses in the central 80 % of the grid's range on every joint (its poses' box)."""
+    arm = SimulatedArm(load_sim_config("mtm"), "MTML", noise=False)
+    box = np.vstack([s["poses"] for s in grid["sweeps"]])
+    return random_poses(arm, poses, np.random.default_rng(3), fraction=0.8, box=(box.min(0), box.max(0)))
+
+
+def mtm_drift(label: str, law_of, goals: np.ndarray) -> DriftResult:
+    """``law_of(arm)``: the compensation holding a fresh simulated MTML at ``goals``."""
+    arm = SimulatedArm(load_sim_config("mtm"), "MTML", seed=1)
+    start = time.perf_counter()
+    result = drift_test(arm, law_of(arm), goals)
+    _line(f"MTML {label}", result, time.perf_counter() - start)
+    return result
+
+
+def mtm(poses: int) -> bool:
+    grid = load_grid(config_directory() / "grids" / "mtml_gc_grid.yaml", arm="MTML")
+    grid_times(grid)
+    goals = mtm_goals(grid, poses)
+    before, _ = _mtm_fit(grid, BEFORE, f"before: every {BEFORE['pose_stride']}th pose, none left out")
+    after, _ = _mtm_fit(grid, DESIGN, (f"after: every {DESIGN['pose_stride']}th pose of every "
+                                       f"{DESIGN['sweep_stride']}nd sweep pair, first of each sweep left out"))
+    mtm_drift("before", lambda arm: before, goals)
+    r = mtm_drift("after", lambda arm: after, goals)
+    floor = mtm_drift("floor: exact static torques", StaticTruth, goals)
+    ok = r.position_mm.mean() < MTM_MEAN_MM and r.rotation_deg.mean() < MTM_MEAN_DEG and len(goals) >= 100
+    print(f"  MTML after: mean {r.position_mm.mean():.2f} mm, {r.rotation_deg.mean():.2f} deg (limits "
+          f"{MTM_MEAN_MM} mm, {MTM_MEAN_DEG} deg; Lin 2019, real MTM: 4.6 mm, 2.31 deg)  {'ok' if ok else 'OVER'}; "
+          f"above the floor: {r.position_mm.mean() - floor.position_mm.mean():+.2f} mm, "
+          f"{r.rotation_deg.mean() - floor.rotation_deg.mean():+.2f} deg (the floor is the simulated cable "
+          "hysteresis letting go: no compensation that is a function of the pose alone goes below it)")
+    return ok
+
+
+def psm_compensations() -> tuple[object, object, str]:
+    """The identified (SDP on a simulated recording) and the true model compensations of the simulated PSM."""
+    from dvrk_ident_ros.excitation.files import load_trajectory
+    from dvrk_ident_ros.gc.model_law import ModelCompensation
+    from dvrk_ident_ros.identify.pipeline import identify
+    from dvrk_ident_ros.sim.physics import ArmPhysics
+    from dvrk_ident_ros.sim.run import simulate_tracking
+    from dvrk_ident_ros.sim.servo import PidServo
+
+    config = load_sim_config("psm")
+    model = config.model
+    traj, meta = load_trajectory(config.spec.trajectory, arm=config.family)
+    duration = int(meta.get("periods") or 3) * traj.period
+    physics = ArmPhysics(model, config.delta, coulomb_velocity=config.coulomb_velocity)
+    data = simulate_tracking(physics, PidServo(config.gains, model.dof), traj, duration, record_every=5,
+                             noise=config.noise, rng=np.random.default_rng(3))
+    result = identify(model, [data], "sdp")
+    delta = np.array([float(result.standard[name]) for name in model.parameter_names])
+    limit = np.array(config.spec.compensation_torque_limit, dtype=float)
+    note = (f"SDP {result.solver['status']} on {duration:.0f} s of simulated tracking; plausibility "
+            f"{(getattr(result, 'plausibility', None) or {}).get('status', 'n/a')}")
+    return ModelCompensation(model, delta, limit, "identified"), ModelCompensation(model, config.delta, limit,
+                                                                                  "true"), note
+
+
+def psm(poses: int) -> bool:
+    start = time.perf_counter()
+    identified, true, note = psm_compensations()
+    print(f"  PSM: {note} ({time.perf_counter() - start:.0f} s)", flush=True)
+    arm = SimulatedArm(load_sim_config("psm"), "PSM1", seed=1)
+    goals = random_poses(arm, poses, np.random.default_rng(4), fraction=0.8)
+    for label, law in (("identified model", identified), ("floor: true parameters", true)):
+        start = time.perf_counter()
+        _line(f"PSM1 {label}", drift_test(arm, law, goals), time.perf_counter() - start)
+    return len(goals) >= 100
+
+
+def run() -> bool:
+    poses = int(os.environ.get("DVRK_IDENT_BENCH_DRIFT_POSES", "100"))
+    ok = mtm(poses)
+    ok &= psm(poses)
+    return bool(ok)

@@ -1,0 +1,42 @@
+"""``dvrk-ident export urdf|mjcf``: an identified arm as a simulator model (dvrk_ident_ros/export)."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from dvrk_ident_ros.files import add_command_group
+
+
+def _export(args: argparse.Namespace) -> int:
+    from dvrk_ident_ros.export import FORMATS, tree_from_file
+
+    tree, result = tree_from_file(args.params, args.variant)
+    plausibility = getattr(result, "plausibility", None) or {}
+    status = plausibility.get("status")
+    if status and status != "optimal":
+        print(f"warning: {args.params}: plausible standard parameters not found ({status}); exporting the "
+              "SDP's own choice", file=sys.stderr)
+    on_bounds = {link: entry["active_bounds"] for link, entry in (plausibility.get("links") or {}).items()
+                 if entry.get("active_bounds")}
+    if on_bounds:
+        print(f"warning: {args.params}: links on a bound of the identification (the data do not determine "
+              "them): " + "; ".join(f"{k}: {', '.join(v)}" for k, v in on_bounds.items()), file=sys.stderr)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(FORMATS[args.export_command](tree))
+    for line in tree.omitted:
+        print(f"not exported: {line}", file=sys.stderr)
+    print(f"{tree.arm}: {len(tree.links)} links, {len(tree.joints())} joints written to {out}")
+    return 0
+
+
+def add_export_commands(sub: argparse._SubParsersAction) -> None:
+    group = add_command_group(sub, "export", "an identified arm as a simulator model (URDF, MJCF)")
+    for name, what in (("urdf", "URDF with mimic joints (pinocchio, ROS)"),
+                       ("mjcf", "MJCF with joint equalities and tendons (MuJoCo)")):
+        p = group.add_parser(name, help=what)
+        p.add_argument("--params", required=True, help="parameter file of an SDP identification (JSON)")
+        p.add_argument("--out", required=True, help="file to write")
+        p.add_argument("--variant", default=None, help="arm variant for the joint limits (e.g. MTMR)")
+        p.set_defaults(handler=_export)

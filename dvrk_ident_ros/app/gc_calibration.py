@@ -1,0 +1,494 @@
+"""The whole gc job on one arm, in order (ROS-free): play the pose grid and record it, fit the gc file,
+hold the arm with it at poses away from the grid, report the drift.
+
+The node ``gc_calibration`` (and ``launch/gc_calibration.launch.py``) runs :func:`run_calibration`:
+
+1. **collect**: the nodes of ``collect.launch.py`` (recorder with ``expect_player``, trajectory player with
+   the grid, autostart) as a :class:`~dvrk_ident_ros.app.launcher.LaunchPlan`; the bag is closed when the
+   plan has ended (the recorder stops last, after the player).
+2. **fit**: :func:`~dvrk_ident_ros.app.jobs.gc_fit_job` on that bag (the path of ``dvrk-ident gc fit``),
+   written as ``gc-<ARM>-<SN>.json``.
+3. **hold** (Lin 2019, section V-C): for each of ``hold_poses`` poses inside the recorded range but as far
+   as possible from every grid pose, the arm is moved there (move_jp), then held by the
+   ``gravity_compensation`` node with the new file for ``hold_time``; the drift is the joint motion and
+   the tip's displacement (mm) and rotation (deg) between the first command and ``hold_time`` later.
+4. **report**: CSV, text report and a plot (matplotlib) beside the gc file.
+
+The ROS side (moving the arm, reading its state) is an :class:`ArmPort` the node gives.
+Exit statuses: 0 every step done (and the drift within ``max_tip_drift`` when set); 2 refused before
+any motion (an arm without a gc fit, no grid, a bad setting); otherwise the failed step's (the collect's
+status, 1 for the fit, the hold, a drift over the limit, a stop request).
+"""
+from __future__ import annotations
+
+import csv
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+from dvrk_ident_ros.arms import arm_spec, canonical_arm
+from dvrk_ident_ros.errors import DataError, DvrkIdentError
+from dvrk_ident_ros.files import resolve_package_file
+
+#: Exit statuses (as the trajectory player's autostart).
+DONE, FAILED, REFUSED = 0, 1, 2
+
+
+class CalibrationRefusedError(DvrkIdentError):
+    """A setting the job cannot start with: nothing was moved (exit status 2)."""
+
+
+class StepFailedError(DvrkIdentError):
+    """A step of the job failed; ``status`` is the job's exit status."""
+
+    def __init__(self, message: str, status: int = FAILED):
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass(frozen=True)
+class CalibrationSettings:
+    """What the job needs (the node's parameters, config/gc_calibration.yaml)."""
+
+    arm: str
+    serial: str
+    grid_file: Path
+    output_directory: Path
+    home_arm: bool = False
+    pose_stride: int = 1
+    sweep_stride: int = 1
+    method: str = ""  # "" = the fitting job's default estimator
+    orders: dict[int, int] | str | None = None  # None: the default; "auto": cross-validated
+    effort: str = "setpoint"
+    hold_poses: int = 5
+    hold_time: float = 2.0
+    seed: int = 0
+    max_tip_drift: float = 0.0  # mm; 0 = report only
+    collect_timeout: float = 3600.0
+    use_sim_time: bool = False  # the arm publishes /clock (sim:=true): every node the job starts uses it
+
+    @property
+    def stem(self) -> str:
+        return f"gc-{self.arm}-{self.serial}"
+
+    @property
+    def gc_file(self) -> Path:
+        return self.output_directory / f"{self.stem}.json"
+
+    @property
+    def bag(self) -> Path:
+        return self.output_directory / f"{self.arm}-{self.serial}-grid"
+
+    @property
+    def logs(self) -> Path:
+        return self.output_directory / "logs"
+
+
+def check_gc_arm(arm: str) -> str:
+    """The canonical arm, if its family has a gc fit (the arm registry's estimators); else the reason."""
+    name = canonical_arm(arm)
+    spec = arm_spec(name)
+    if not spec.gc_fits:
+        raise CalibrationRefusedError(f"{name} ({spec.family}) has no gc fit: its family's estimators are "
+                                 f"{', '.join(spec.estimators)}, none fits gravity from a pose grid "
+                                 "(dvrk.estimators of its description)")
+    return name
+
+
+def parse_orders(text: str) -> dict[int, int] | str | None:
+    """"" (the default orders), "auto" or six integers "4,1,4,4,4,4" (joints 1-6), as ``dvrk-ident gc fit``."""
+    text = text.strip()
+    if not text or text == "auto":
+        return text or None
+    try:
+        values = [int(x) for x in text.split(",")]
+    except ValueError as exc:
+        raise CalibrationRefusedError(f"orders {text!r}: expected six integers, e.g. 4,1,4,4,4,4, or auto") from exc
+    if len(values) != 6 or min(values) < 0:
+        raise CalibrationRefusedError(f"orders {text!r}: expected six integers >= 0 (joints 1-6)")
+    return dict(zip(range(1, 7), values, strict=True))
+
+
+def grid_path(arm: str, given: str) -> Path:
+    """The pose grid: ``given`` by the package's one rule (absolute, working directory, package share),
+    else ``config/grids/<arm>_gc_grid.yaml``; found nowhere: :class:`CalibrationRefusedError`."""
+    try:
+        return resolve_package_file(given.strip() or f"config/grids/{arm.lower()}_gc_grid.yaml", "pose grid")
+    except DataError as exc:
+        raise CalibrationRefusedError(f"{exc} (give grid_file, e.g. from `dvrk-ident grid make`)") from exc
+
+
+def settings_from_parameters(values: dict) -> CalibrationSettings:
+    """The node's parameter values -> :class:`CalibrationSettings` (:class:`CalibrationRefusedError` if unusable)."""
+    try:
+        arm = check_gc_arm(str(values["arm"]))
+    except CalibrationRefusedError:
+        raise
+    except DvrkIdentError as exc:
+        raise CalibrationRefusedError(str(exc)) from exc
+    serial = str(values["serial"]).strip()
+    if not serial or any(c in serial for c in "/\\ "):
+        raise CalibrationRefusedError(f"serial {serial!r}: give the arm's serial number (serial:=41878), it names "
+                                 f"gc-{arm}-<serial>.json")
+    return CalibrationSettings(
+        arm=arm, serial=serial, grid_file=grid_path(arm, str(values["grid_file"])),
+        output_directory=Path(str(values["output_directory"])).absolute(), home_arm=bool(values["home_arm"]),
+        pose_stride=int(values["pose_stride"]), sweep_stride=int(values["sweep_stride"]),
+        method=str(values["method"]).strip(), orders=parse_orders(str(values["orders"])),
+        effort=str(values["effort"]), hold_poses=int(values["hold_poses"]), hold_time=float(values["hold_time"]),
+        seed=int(values["seed"]), max_tip_drift=float(values["max_tip_drift"]),
+        collect_timeout=float(values["collect_timeout"]), use_sim_time=bool(values.get("use_sim_time", False)))
+
+
+class ArmPort(Protocol):
+    """What the job needs from the arm's ROS topics (the node implements it)."""
+
+    def home(self, timeout: float) -> float: ...  # enable + home unless ready; seconds taken
+
+    def wait_ready(self, timeout: float) -> None: ...  # DvrkIdentError with the reason when not ready
+
+    def reach(self, goal: np.ndarray) -> bool: ...  # move_jp until there
+
+    def begin_hold(self) -> None: ...  # forget the first servo_jf seen, record measured_js from now
+
+    def effort_started(self) -> float | None: ...  # stamp of the first servo_jf since begin_hold
+
+    def recorded_until(self) -> float: ...  # stamp of the newest recorded state
+
+    def position_at(self, stamp: float) -> np.ndarray: ...
+
+    def end_hold(self) -> None: ...
+
+    def progress(self) -> str | None: ...  # the player's progress, in words
+
+
+# -- hold poses and drift -------------------------------------------------------------------------------------------
+def hold_poses(grid_poses: np.ndarray, box: tuple[np.ndarray, np.ndarray], count: int, rng: np.random.Generator,
+               admissible: Callable[[np.ndarray], bool], candidates: int = 400) -> np.ndarray:
+    """``count`` poses inside the central 80 % of ``box`` (the recorded range) and ``admissible`` (the arm's
+    limits), each the farthest from every grid pose among ``candidates`` random ones (held-out poses)."""
+    lo, hi = (np.asarray(b, dtype=float) for b in box)
+    mid, half = (lo + hi) / 2, (hi - lo) / 2 * 0.8
+    chosen: list[np.ndarray] = []
+    grid = np.asarray(grid_poses, dtype=float)
+    tries = 0
+    while len(chosen) < count:
+        pool = [q for q in rng.uniform(mid - half, mid + half, (candidates, len(lo))) if admissible(q)]
+        tries += 1
+        if not pool:
+            if tries > 20:
+                raise StepFailedError("no hold pose inside the recorded range satisfies the arm's limits")
+            continue
+        pool_arr = np.array(pool)
+        taken = np.vstack([grid, *chosen]) if chosen else grid
+        distance = np.min(np.linalg.norm(pool_arr[:, None, :] - taken[None, :, :], axis=2), axis=1)
+        chosen.append(pool_arr[int(np.argmax(distance))])
+    return np.array(chosen)
+
+
+@dataclass(frozen=True)
+class Drift:
+    """One hold: the pose at the first command and ``hold_time`` later."""
+
+    q_start: np.ndarray
+    q_end: np.ndarray
+    tip_mm: float
+    tip_deg: float
+
+    @property
+    def joint(self) -> np.ndarray:
+        return np.abs(self.q_end - self.q_start)
+
+
+def drift_of(q_start: np.ndarray, q_end: np.ndarray, tip: Callable[[np.ndarray], np.ndarray]) -> Drift:
+    """Joint and tip drift between two poses; ``tip(q)``: the last frame's 4x4 pose (dVRK joints)."""
+    start, end = tip(q_start), tip(q_end)
+    cos = np.clip((np.trace(start[:3, :3].T @ end[:3, :3]) - 1) / 2, -1.0, 1.0)
+    return Drift(np.asarray(q_start, float), np.asarray(q_end, float),
+                 float(1e3 * np.linalg.norm(end[:3, 3] - start[:3, 3])), float(np.degrees(np.arccos(cos))))
+
+
+def tip_function(arm: str) -> Callable[[np.ndarray], np.ndarray]:
+    """The arm model's forward kinematics to its last frame, in dVRK joint coordinates."""
+    from dvrk_ident_ros.model.arm_model import load_model
+
+    model = load_model(arm_spec(arm).model)
+    return lambda q: model.forward_kinematics(model.motor_from_dvrk(np.asarray(q, float))[None])[0, -1]
+
+
+def limits_check(arm: str) -> Callable[[np.ndarray], bool]:
+    """Whether a pose is inside the arm's position limits (its variant's)."""
+    from dvrk_ident_ros.model.arm_model import load_model
+    from dvrk_ident_ros.safety import CommandChecker
+
+    checker = CommandChecker(load_model(arm_spec(arm).model), arm, margin=0.05)
+    return lambda q: checker.first_position_violation(np.asarray(q, float)[None]) is None
+
+
+# -- report ---------------------------------------------------------------------------------------------------------
+@dataclass
+class CalibrationReport:
+    """Figures of a run, as the report files give them."""
+
+    settings: CalibrationSettings
+    fit_summary: str = ""
+    poses_recorded: int = 0
+    drifts: list[Drift] = field(default_factory=list)
+    skipped: list[int] = field(default_factory=list)
+    seconds: dict[str, float] = field(default_factory=dict)
+    joint_names: tuple[str, ...] = ()
+
+    def summary(self) -> str:
+        if not self.drifts:
+            return "no pose held"
+        tip = np.array([d.tip_mm for d in self.drifts])
+        deg = np.array([d.tip_deg for d in self.drifts])
+        joint = np.array([d.joint for d in self.drifts])
+        worst = int(np.argmax(joint.max(axis=0)))
+        name = self.joint_names[worst] if worst < len(self.joint_names) else f"joint {worst + 1}"
+        return (f"{len(self.drifts)} poses held {self.settings.hold_time:g} s: tip drift mean {tip.mean():.1f} mm "
+                f"(max {tip.max():.1f}), rotation mean {deg.mean():.2f} deg (max {deg.max():.2f}); joint drift max "
+                f"{joint.max():.4f} rad ({name}), mean {joint.mean():.4f} rad")
+
+    def write(self) -> list[Path]:
+        """``<stem>-hold.csv``, ``<stem>-report.txt``, ``<stem>-hold.png``; the files written."""
+        s = self.settings
+        base = s.output_directory / s.stem
+        csv_path = base.with_name(base.name + "-hold.csv")
+        n = len(self.drifts[0].q_start) if self.drifts else len(self.joint_names)
+        names = list(self.joint_names) or [f"joint{i + 1}" for i in range(n)]
+        with open(csv_path, "w", newline="") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(["pose"] + [f"start_{j}" for j in names] + [f"end_{j}" for j in names]
+                            + [f"drift_{j}" for j in names] + ["tip_mm", "tip_deg"])
+            for k, d in enumerate(self.drifts):
+                writer.writerow([k] + [f"{v:.6f}" for v in (*d.q_start, *d.q_end, *d.joint)]
+                                + [f"{d.tip_mm:.3f}", f"{d.tip_deg:.4f}"])
+        text_path = base.with_name(base.name + "-report.txt")
+        lines = [f"gc calibration of {s.arm} (serial {s.serial})",
+                 f"grid: {s.grid_file} (pose_stride {s.pose_stride}, sweep_stride {s.sweep_stride}); "
+                 f"{self.poses_recorded} poses recorded in {s.bag}",
+                 f"fit: {self.fit_summary}", f"gc file: {s.gc_file}",
+                 f"hold: {self.summary()}" + (f"; {len(self.skipped)} pose(s) not reached: skipped"
+                                              if self.skipped else ""),
+                 "  (Lin 2019, real MTM: 4.6 mm, 2.31 deg)",
+                 "times: " + ", ".join(f"{k} {v:.1f} s" for k, v in self.seconds.items())]
+        text_path.write_text("\n".join(lines) + "\n")
+        written = [csv_path, text_path]
+        if self.drifts:
+            written.append(self._plot(base.with_name(base.name + "-hold.png"), names))
+        return written
+
+    def _plot(self, path: Path, names: list[str]) -> Path:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        joint = np.array([d.joint for d in self.drifts])
+        fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.5))
+        poses = np.arange(len(self.drifts))
+        left.bar(poses, [d.tip_mm for d in self.drifts])
+        left.set(xlabel="hold pose", ylabel="tip drift (mm)", title=f"{self.settings.hold_time:g} s holds")
+        for j, name in enumerate(names[:joint.shape[1]]):
+            right.plot(poses, joint[:, j], "o-", label=name)
+        right.set(xlabel="hold pose", ylabel="|joint drift| (rad)")
+        for axis in (left, right):
+            axis.set_xticks(poses, [str(k + 1) for k in poses])
+        right.legend(fontsize=7)
+        fig.suptitle(f"{self.settings.stem}: drift under the new gc file")
+        fig.tight_layout()
+        fig.savefig(path, dpi=100)
+        plt.close(fig)
+        return path
+
+
+# -- the job --------------------------------------------------------------------------------------------------------
+@dataclass
+class Calibration:
+    """One run of the job; :meth:`run` returns the exit status. ``say``: progress lines."""
+
+    settings: CalibrationSettings
+    port: ArmPort
+    env: dict[str, str] | None = None
+    say: Callable[[str], None] = print
+    progress_every: float = 5.0
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _plan: object | None = None
+
+    def request_stop(self, reason: str = "stop requested") -> None:
+        self._stop.set()
+        plan = self._plan
+        if plan is not None:
+            plan.request_stop(reason)  # type: ignore[attr-defined]
+
+    def _check_stop(self) -> None:
+        if self._stop.is_set():
+            raise StepFailedError("stopped before the job was done")
+
+    def run(self) -> int:
+        s = self.settings
+        report = CalibrationReport(s, joint_names=arm_spec(s.arm).joint_names)
+        try:
+            s.output_directory.mkdir(parents=True, exist_ok=True)
+            t0 = time.monotonic()
+            self.collect()
+            report.seconds["collect"] = time.monotonic() - t0
+            t0 = time.monotonic()
+            report.fit_summary, report.poses_recorded = self.fit()
+            report.seconds["fit"] = time.monotonic() - t0
+            t0 = time.monotonic()
+            report.drifts, report.skipped = self.hold()
+            report.seconds["hold"] = time.monotonic() - t0
+        except StepFailedError as exc:
+            self.say(f"error: {exc}")
+            return exc.status
+        except DvrkIdentError as exc:
+            self.say(f"error: {exc}")
+            return FAILED
+        try:
+            files = report.write()
+        except OSError as exc:
+            self.say(f"error: report not written: {exc}")
+            return FAILED
+        self.say(f"{s.arm}: {report.summary()}")
+        self.say("report: " + ", ".join(str(f) for f in files))
+        if s.max_tip_drift > 0 and any(d.tip_mm > s.max_tip_drift for d in report.drifts):
+            self.say(f"error: tip drift over max_tip_drift {s.max_tip_drift:g} mm: the gc file is kept, check it")
+            return FAILED
+        return DONE
+
+    def collect(self) -> None:
+        """Stage 1: the collect plan (recorder, player with the grid) until the player is done."""
+        from dvrk_ident_ros.app.launcher import LaunchPlan, PlannedNode
+
+        s = self.settings
+        self._check_stop()
+        if s.bag.exists():
+            raise StepFailedError(f"{s.bag} exists: move it away or choose another output_directory", REFUSED)
+        # the nodes of collect.launch.py (sim:=false: the arm is there already), the bag named by the job
+        # a simulated arm under /clock on an overloaded machine: the player saw /clock run on without measured_js
+        # (0.19 s at load 9, 0.57 s at load 10, on 2 cores); a pose grid is move_jp only, the arm runs its own
+        # moves: the player tolerates 2 s there. A real arm keeps the player's own limit (config).
+        clock = {"use_sim_time": True} if s.use_sim_time else {}
+        sim_player = {"stale_timeout": 2.0} if s.use_sim_time else {}
+        nodes = [PlannedNode("recorder", {"arm": s.arm, "bag_path": str(s.bag), "expect_player": True, **clock},
+                             name=f"recorder_{s.arm}", stop_timeout=15.0),
+                 PlannedNode("trajectory_player", {"arm": s.arm, "trajectory_file": str(s.grid_file), "autostart": True,
+                                                   "home_arm": s.home_arm, "pose_stride": s.pose_stride,
+                                                   "sweep_stride": s.sweep_stride, **clock, **sim_player},
+                             name=f"trajectory_player_{s.arm}", required=True)]
+        self.say(f"[1/3] playing {s.grid_file.name} on {s.arm} and recording it to {s.bag}")
+        plan = LaunchPlan("gc_calibration collect", nodes, log_dir=s.logs, env=self.env)
+        self._plan = plan
+        outcome: list = []
+        waiter = threading.Thread(target=lambda: outcome.append(self._wait(plan)), daemon=True)
+        plan.start()
+        if self._stop.is_set():  # a stop requested while the nodes started
+            plan.request_stop("stop requested")
+        waiter.start()
+        last = time.monotonic()
+        while waiter.is_alive():
+            waiter.join(0.2)
+            if time.monotonic() - last >= self.progress_every:
+                last = time.monotonic()
+                self.say(f"      {self.port.progress() or 'waiting for the arm and the recorder'}")
+        self._plan = None
+        result = outcome[0] if outcome else None
+        if isinstance(result, Exception):
+            raise StepFailedError(f"collect: {result}")
+        if result is None:
+            raise StepFailedError(f"collect: the plan ended without an outcome (logs in {s.logs})")
+        if result.status != 0:
+            raise StepFailedError(f"collect failed ({result.reason}; logs in {s.logs})", result.status)
+        self._check_stop()
+        if not (s.bag / "metadata.yaml").is_file():
+            raise StepFailedError(f"collect ended but {s.bag} holds no complete bag (logs in {s.logs})")
+
+    def _wait(self, plan):
+        try:
+            return plan.wait(self.settings.collect_timeout)
+        except DvrkIdentError as exc:
+            return exc
+
+    def fit(self) -> tuple[str, int]:
+        """Stage 2: the gc fit on the closed bag -> gc-<ARM>-<SN>.json."""
+        from dvrk_ident_ros.app.jobs import gc_fit_job
+
+        s = self.settings
+        self.say(f"[2/3] fitting {s.gc_file.name} from {s.bag.name}")
+        options: dict = {"serial": s.serial, "orders": s.orders, "effort": s.effort}
+        if s.method:
+            options["method"] = s.method
+        try:
+            outcome = gc_fit_job(s.bag, s.arm, s.gc_file, **options)
+        except DvrkIdentError as exc:
+            raise StepFailedError(f"fit: {exc}") from exc
+        self.say(f"      {outcome.summary}")
+        self.say(f"      written to {outcome.result_file}")
+        from dvrk_ident_ros.gc.loaders import load_poses
+
+        return outcome.summary, len(load_poses(s.bag, effort=s.effort).q)
+
+    def hold(self) -> tuple[list[Drift], list[int]]:
+        """Stage 3: hold the arm with the new file at poses away from the grid; the drift of each."""
+        from dvrk_ident_ros.app.launcher import NodeProcess, wait_for
+        from dvrk_ident_ros.gc.loaders import load_poses
+
+        s = self.settings
+        self._check_stop()
+        if s.hold_poses == 0:
+            return [], []
+        data = load_poses(s.bag, effort=s.effort)
+        goals = hold_poses(data.q, (data.q.min(0), data.q.max(0)), s.hold_poses, np.random.default_rng(s.seed),
+                           limits_check(s.arm))
+        tip = tip_function(s.arm)
+        self.say(f"[3/3] holding {s.arm} with {s.gc_file.name} at {len(goals)} poses away from the grid, "
+                 f"{s.hold_time:g} s each")
+        if s.home_arm:
+            self.port.home(120.0)
+        else:
+            self.port.wait_ready(60.0)
+        drifts, skipped = [], []
+        for k, goal in enumerate(goals):
+            self._check_stop()
+            if not self.port.reach(goal):
+                self.say(f"      pose {k + 1} of {len(goals)}: not reached, skipped")
+                skipped.append(k)
+                continue
+            time.sleep(0.5)
+            self.port.begin_hold()
+            with NodeProcess("gravity_compensation", {"arm": s.arm, "parameter_file": str(s.gc_file),
+                                                      "ramp_in_time": 0.0, "use_sim_time": s.use_sim_time},
+                             log_dir=s.logs, env=self.env,
+                             name=f"gravity_compensation_{s.arm}_hold{k + 1}") as gc:
+                try:
+                    wait_for(lambda: self.port.effort_started() is not None or not gc.running, 30.0,
+                             "the compensation's first servo_jf")
+                    if not gc.running:
+                        raise StepFailedError(f"hold: the gravity compensation exited ({gc.tail(3)})")
+                    started = self.port.effort_started()
+                    if started is None:
+                        raise StepFailedError("hold: no servo_jf from the compensation")
+                    t0 = started
+                    end = t0 + s.hold_time
+                    wait_for(lambda end=end: self.port.recorded_until() >= end or self._stop.is_set(),
+                             s.hold_time + 30.0, f"{s.hold_time:g} s of state under compensation")
+                    self._check_stop()
+                finally:
+                    code = gc.stop()
+            self.port.end_hold()
+            if code != 0:
+                raise StepFailedError(f"hold: the gravity compensation ended with status {code} (log {gc.log_path})")
+            drift = drift_of(self.port.position_at(t0), self.port.position_at(t0 + s.hold_time), tip)
+            drifts.append(drift)
+            self.say(f"      pose {k + 1} of {len(goals)}: tip drift {drift.tip_mm:.1f} mm, {drift.tip_deg:.2f} deg; "
+                     f"largest joint drift {drift.joint.max():.4f} rad")
+        if not drifts:
+            raise StepFailedError("hold: no pose was reached")
+        return drifts, skipped

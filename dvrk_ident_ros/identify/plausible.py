@@ -1,0 +1,344 @@
+"""Plausible standard parameters: the second, convex stage after the SDP fit.
+
+Only the base parameters are identifiable; a simulator or a URDF needs
+standard ones, which the data leave free in the null space of the base map.
+They are chosen as in Lee, Wensing and Park, "Geometric robot dynamic
+identification: a convex programming approach" (IEEE T-RO 2020): closest to a
+prior by the log-det (Bregman) divergence of the 4x4 pseudo-inertias,
+
+    minimise  sum_k  tr(J0_k^-1 J_k) - log det J_k       (+ constants)
+    s.t.      base(delta) == the identified base parameters,
+              J_k > 0, mass and centre-of-mass bounds (as in the SDP),
+              friction, motor inertia and springs as identified,
+
+a divergence that is invariant to the link frame and keeps every link away
+from the cone's boundary. The SDP's own answer satisfies every constraint, so
+the stage is feasible whenever it is given the SDP's base parameters.
+
+Without a prior from a file (CAD, a previous identification), the prior is
+built from the description (:func:`geometric_prior`): each link a set of
+uniform rods from its frame origin to its child frames' origins.
+"""
+from __future__ import annotations
+
+import time
+import warnings
+from dataclasses import dataclass
+
+import cvxpy as cp
+import numpy as np
+
+from dvrk_ident_ros.errors import DataError, SolverError
+from dvrk_ident_ros.identify.compare import relative_parameter_errors
+from dvrk_ident_ros.identify.sdp import (
+    PSEUDO_INERTIA_FLOOR,
+    _com_bounds,
+    bound_constraints,
+    check_constraints,
+    parameter_bounds,
+)
+from dvrk_ident_ros.model.arm_model import ArmModel
+from dvrk_ident_ros.model.physical import barycentric_from_physical, pseudo_inertia
+
+LINK_RADIUS = 0.1  # m: the prior's rods and spheres: broad (with 2-5 cm every COM offset the data need cost mass)
+DEFAULT_MASS = (0.05, 2.0)  # kg: the mass range assumed for a link without bounds
+#: The largest change of a base parameter (relative to its kind, identify/compare.py) accepted as "kept".
+BASE_TOLERANCE = 1e-5
+#: A bound is reported active when the value is within this fraction of its range of it (0.1 %).
+ACTIVE_TOLERANCE = 1e-3
+
+
+@dataclass
+class PlausibleResult:
+    standard: np.ndarray
+    prior: np.ndarray
+    links: dict[str, dict]
+    total_divergence: float
+    fit_total_divergence: float
+    max_base_change: float
+    solve_seconds: float
+    iterations: int
+    status: str = "optimal"
+    prior_source: str = "geometry"
+    attempts: int = 1  # solver settings tried (SOLVER_ATTEMPTS)
+
+    def as_dict(self, names: tuple[str, ...], start: np.ndarray) -> dict:
+        """The parameter file's ``plausibility`` entry (README; /work/notes/x2-api.md)."""
+        inertial = [n for n in names if n[0] in "Llm" and not n.startswith("Im")]
+        index = {n: i for i, n in enumerate(names)}
+        return {"status": self.status, "method": "log-det divergence to a prior (Lee, Wensing, Park 2020)",
+                "prior_source": self.prior_source,
+                "prior": {n: float(self.prior[index[n]]) for n in inertial},
+                "fit_standard": dict(zip(names, np.asarray(start, dtype=float).tolist(), strict=True)),
+                "links": self.links, "total_divergence": self.total_divergence,
+                "fit_total_divergence": self.fit_total_divergence, "max_base_change": self.max_base_change,
+                "solve_seconds": self.solve_seconds, "iterations": self.iterations, "attempts": self.attempts}
+
+
+def summary_line(plausibility: dict) -> str:
+    """One line for the CLI and /identify: masses, total divergence, the bounds that are active."""
+    if not plausibility:
+        return ""
+    if plausibility.get("status") != "optimal":
+        return f"plausible inertials {plausibility.get('status')} (standard parameters: the SDP's own)"
+    links = plausibility["links"]
+    masses = " ".join(f"{k} {v['mass']:.3g}" for k, v in links.items())
+    active = [f"{k} {b}" for k, v in links.items() for b in v["active_bounds"]]
+    return (f"plausible inertials (log-det divergence {plausibility['fit_total_divergence']:.3g} -> "
+            f"{plausibility['total_divergence']:.3g}): masses (kg) {masses}; "
+            + (f"on a bound: {', '.join(active)}" if active else "no bound active"))
+
+
+def _representative_pose(model: ArmModel) -> np.ndarray:
+    """Motor coordinates at the middle of every limited coordinate's range (least squares)."""
+    limits = model.description.limits_for()
+    coords = model.description.limited_coordinates
+    names = [n for n in limits if n in coords]
+    if not names:
+        return np.zeros(model.dof)
+    C = np.array([coords[n].coefficients for n in names])
+    mid = np.array([0.5 * (limits[n][0] + limits[n][1]) - coords[n].offset for n in names])
+    return np.linalg.lstsq(C, mid, rcond=None)[0]
+
+
+def _rods(model: ArmModel) -> dict[str, list[np.ndarray]]:
+    """Per inertial frame, the vectors (link frame) from its origin to its child frames' origins."""
+    frames = model.description.frames
+    poses = model.forward_kinematics(_representative_pose(model)[None, :])[0]
+    index = {f.name: i for i, f in enumerate(frames)}
+    out: dict[str, list[np.ndarray]] = {}
+    for link in model.layout.inertial_blocks:
+        T = poses[index[link]]
+        ends = [T[:3, :3].T @ (poses[index[f.name]][:3, 3] - T[:3, 3]) for f in frames if f.parent == link]
+        out[link] = [e for e in ends if np.linalg.norm(e) > 1e-6]
+    return out
+
+
+def _rod_body(mass: float, rods: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """(centre of mass, inertia about it) of uniform rods of radius LINK_RADIUS sharing one end at the
+    origin, mass shared by length; a sphere of that radius at the origin without rods."""
+    r = LINK_RADIUS
+    if not rods:
+        return np.zeros(3), 0.4 * mass * r * r * np.eye(3)
+    lengths = np.array([np.linalg.norm(v) for v in rods])
+    masses = mass * lengths / lengths.sum()
+    mids = np.array(rods) / 2.0
+    com = masses @ mids / mass
+    inertia = np.zeros((3, 3))
+    for m, v, length, c in zip(masses, rods, lengths, mids, strict=True):
+        u = v / length
+        along, across = 0.5 * m * r * r, m * (3 * r * r + length * length) / 12.0
+        d = c - com
+        inertia += across * np.eye(3) + (along - across) * np.outer(u, u) + m * (d @ d * np.eye(3) - np.outer(d, d))
+    return com, inertia
+
+
+def geometric_prior(model: ArmModel) -> np.ndarray:
+    """Standard parameters of a CAD-like guess (inertial blocks only, the rest zero).
+
+    Mass: the geometric mean of the description's mass bounds; shape: uniform rods
+    (:data:`LINK_RADIUS`) from the link's origin to its child frames' origins at the
+    middle of the joint ranges, a sphere for a link with no offset child; the centre
+    of mass is clipped into the description's COM bounds.
+    """
+    delta = np.zeros(len(model.layout))
+    links = (model.description.bounds or {}).get("links") or {}
+    rods = _rods(model)
+    for link, start in model.layout.inertial_blocks.items():
+        spec = links.get(link) or {}
+        lo, hi = (float(x) for x in spec.get("mass", DEFAULT_MASS))
+        mass = float(np.sqrt(max(lo, 1e-6) * hi))
+        com, inertia = _rod_body(mass, rods[link])
+        box = spec.get("com")
+        if box:
+            com = np.clip(com, [b[0] for b in box], [b[1] for b in box])
+        delta[start:start + 10] = barycentric_from_physical(mass, com, inertia)
+    return delta
+
+
+def prior_from_standard(model: ArmModel, standard: dict[str, float]) -> np.ndarray:
+    """A prior from a parameter file's standard parameters (CAD, an earlier fit); every link must be
+    strictly physically consistent (the divergence needs J0 > 0)."""
+    missing = [n for n in model.parameter_names if n not in standard]
+    if missing:
+        raise DataError(f"prior: no value for {', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}")
+    return np.array([float(standard[n]) for n in model.parameter_names])
+
+
+def _prior_blocks(model: ArmModel, prior: np.ndarray) -> dict[str, np.ndarray]:
+    blocks = {}
+    for link, start in model.layout.inertial_blocks.items():
+        J0 = pseudo_inertia(prior[start:start + 10])
+        if np.linalg.eigvalsh(J0)[0] <= 0:
+            raise DataError(f"prior: link {link} is not strictly physically consistent (its pseudo-inertia "
+                            "must be positive definite for the log-det divergence)")
+        blocks[link] = J0
+    return blocks
+
+
+_UPPER = np.triu_indices(4)
+
+
+def _symmetric_basis() -> np.ndarray:
+    """The 10 symmetric 4x4 matrices E_p with X = sum_p x_p E_p (x: X's upper triangle)."""
+    basis = np.zeros((10, 4, 4))
+    for p, (i, j) in enumerate(zip(*_UPPER, strict=True)):
+        basis[p, i, j] = basis[p, j, i] = 1.0
+    return basis
+
+
+def _parameters_of(J: np.ndarray) -> np.ndarray:
+    """[L(6) l(3) m] of pseudo-inertias J (... x 4 x 4): Sigma = J[:3, :3], L = tr(Sigma) I - Sigma."""
+    sigma = J[..., :3, :3]
+    L = np.trace(sigma, axis1=-2, axis2=-1)[..., None, None] * np.eye(3) - sigma
+    iu = np.triu_indices(3)
+    return np.concatenate([L[..., iu[0], iu[1]], J[..., :3, 3], J[..., 3:, 3]], axis=-1)
+
+
+def _whitening(J0: np.ndarray) -> np.ndarray:
+    """B (10 x 10) with delta = B x for J = C X C^T, J0 = C C^T (Cholesky): X = I is the prior, and
+    the divergence is tr(X) - log det X - 4, well scaled whatever the link's size."""
+    C = np.linalg.cholesky(J0)
+    return _parameters_of(np.einsum("ij,pjk,lk->pil", C, _symmetric_basis(), C)).T
+
+
+def divergences(model: ArmModel, delta: np.ndarray, prior: np.ndarray) -> dict[str, float]:
+    """Per link, the log-det divergence d(J || J0) = tr(J0^-1 J) - log det(J0^-1 J) - 4 (>= 0; inf if
+    J is singular)."""
+    out = {}
+    for link, start in model.layout.inertial_blocks.items():
+        J, J0 = pseudo_inertia(delta[start:start + 10]), pseudo_inertia(prior[start:start + 10])
+        M = np.linalg.solve(J0, J)
+        sign, logdet = np.linalg.slogdet(M)
+        out[link] = float(np.trace(M) - logdet - 4.0) if sign > 0 else float("inf")
+    return out
+
+
+def active_bounds(model: ArmModel, delta: np.ndarray) -> dict[str, list[str]]:
+    """Per link, the mass / COM bounds that ``delta`` sits on, and "pseudo-inertia boundary" for a
+    (numerically) singular pseudo-inertia: a link the base parameters force onto the cone's boundary."""
+    layout = model.layout
+    out: dict[str, list[str]] = {link: [] for link in layout.inertial_blocks}
+    for name, (lo, hi) in parameter_bounds(model).items():
+        owner = layout.owners[layout.index(name)]
+        if layout.kinds[layout.index(name)] != "m":
+            continue
+        v, span = delta[layout.index(name)], (hi - lo) if np.isfinite(hi - lo) else max(abs(lo), abs(hi), 1.0)
+        for side, bound in (("lower", lo), ("upper", hi)):
+            if np.isfinite(bound) and abs(v - bound) <= ACTIVE_TOLERANCE * span:
+                out[owner].append(f"mass {side}")
+    for (link, axis), (lo, hi) in _com_bounds(model).items():
+        i = layout.inertial_blocks[link]
+        first, m = delta[i + 6 + axis], delta[i + 9]
+        for side, bound in (("lower", lo), ("upper", hi)):
+            if abs(first - bound * m) <= ACTIVE_TOLERANCE * m * (hi - lo):
+                out[link].append(f"com {'xyz'[axis]} {side}")
+    for link, i in layout.inertial_blocks.items():
+        if np.linalg.eigvalsh(pseudo_inertia(delta[i:i + 10]))[0] <= 2 * PSEUDO_INERTIA_FLOOR:
+            out[link].append("pseudo-inertia boundary")
+    return out
+
+
+#: Clarabel settings tried in turn until one ends "optimal": a link the base parameters force onto the
+#: cone's boundary leaves the log-det problem almost no interior, and the default settings then stop at
+#: "optimal_inaccurate" (the PSM simulated by config/sim/psm.yaml, tracked and identified; its answer
+#: was verified the same with the second settings, relative base change 1e-8).
+SOLVER_ATTEMPTS: tuple[dict, ...] = ({}, {"static_regularization_enable": False}, {"equilibrate_enable": False})
+
+
+def _solve(problem: cp.Problem) -> int:
+    """Solve to status optimal (see SOLVER_ATTEMPTS); the number of attempts it took."""
+    status = None
+    for attempt, settings in enumerate(SOLVER_ATTEMPTS, start=1):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)
+                problem.solve(solver=cp.CLARABEL, **settings)
+        except cp.error.SolverError as exc:
+            status = f"failed ({exc})"
+            continue
+        status = problem.status
+        if status in (cp.INFEASIBLE, cp.INFEASIBLE_INACCURATE):
+            raise SolverError("plausible parameters: infeasible: no physically consistent standard parameters "
+                              "within the bounds give these base parameters")
+        if status == cp.OPTIMAL:
+            return attempt
+    raise SolverError(f"plausible parameters: solver status {status!r} after {len(SOLVER_ATTEMPTS)} attempts "
+                      "(only 'optimal' is accepted)")
+
+
+def choose_plausible(model: ArmModel, base: np.ndarray, fixed: np.ndarray, prior: np.ndarray | None = None,
+                     *, start: np.ndarray | None = None, prior_source: str = "geometry") -> PlausibleResult:
+    """The standard parameters closest to ``prior`` (log-det divergence) that give ``base``.
+
+    ``fixed``: standard parameters whose non-inertial entries (friction, motor
+    inertia, springs) are kept; ``start``: the SDP's standard answer, reported for
+    comparison (default ``fixed``). Raises :class:`SolverError` when no physically
+    consistent parameters within the bounds give ``base`` (e.g. base parameters of
+    an unconstrained least-squares fit), or when the answer changes them.
+    """
+    t0 = time.perf_counter()
+    layout = model.layout
+    P = len(layout)
+    prior = geometric_prior(model) if prior is None else np.asarray(prior, dtype=float)
+    start = np.asarray(fixed if start is None else start, dtype=float)
+    J0 = _prior_blocks(model, prior)
+    K = model.base.matrix(P)
+    fixed = np.asarray(fixed, dtype=float)
+    inertial = np.zeros(P, dtype=bool)
+    for i in layout.inertial_blocks.values():
+        inertial[i:i + 10] = True
+    # delta = M x + fixed outside the links: x holds each link's whitened pseudo-inertia X_k
+    # (upper triangle), friction, motor inertias and springs stay as identified.
+    M = np.zeros((P, 10 * len(J0)))
+    for k, (link, i) in enumerate(layout.inertial_blocks.items()):
+        M[i:i + 10, 10 * k:10 * k + 10] = _whitening(J0[link])
+    x = cp.Variable(10 * len(J0))
+    delta = M @ x + np.where(inertial, 0.0, fixed)
+    # base == K delta, rows scaled to unit norm (their units mix kg, kg m, kg m^2); rows without an
+    # inertial parameter are friction alone, kept by fixing it.
+    KM = K @ M
+    norms = np.linalg.norm(KM, axis=1)
+    rows = norms > 0
+    target = np.asarray(base, dtype=float) - K[:, ~inertial] @ fixed[~inertial]
+    diagonal = np.isin(np.arange(10), [0, 4, 7, 9])  # the upper triangle's diagonal entries
+    trace = np.tile(diagonal.astype(float), len(J0))
+    X = [cp.reshape(_symmetric_basis().reshape(10, 16).T @ x[10 * k:10 * k + 10], (4, 4), order="C")
+         for k in range(len(J0))]
+    objective = trace @ x - sum(cp.log_det(Xk) for Xk in X)
+    # J_k = C_k X_k C_k^T > 0 through log det X_k; the SDP's floor (J >= 1e-7 I) is not imposed: on the
+    # tracked simulated PSM it took three solver attempts, 0.6 s instead of 0.4, and links the base
+    # parameters force onto the cone's boundary still ended below it (4e-9) within the solver's tolerance
+    constraints = [*bound_constraints(model, delta), (KM[rows] / norms[rows, None]) @ x == target[rows] / norms[rows]]
+    problem = cp.Problem(cp.Minimize(objective), constraints)
+    attempts = _solve(problem)
+    value = np.asarray(delta.value, dtype=float)
+    min_eig, violation = check_constraints(model, value)
+    if min_eig < 0 or violation > 1e-9:
+        raise SolverError(f"plausible parameters: answer violates its constraints (min pseudo-inertia eigenvalue "
+                          f"{min_eig:.2e}, worst bound violation {violation:.2e})")
+    names = model.base_parameter_names
+    change = float(relative_parameter_errors(names, K @ value, base).max(initial=0.0))
+    if change > BASE_TOLERANCE:
+        raise SolverError(f"plausible parameters: the base parameters moved by {change:.1e} (relative), "
+                          f"more than {BASE_TOLERANCE:.0e}")
+    result = _summarise(model, value, prior, start, change, time.perf_counter() - t0,
+                        getattr(problem.solver_stats, "num_iters", 0) or 0, prior_source)
+    result.attempts = attempts
+    return result
+
+
+def _summarise(model: ArmModel, value: np.ndarray, prior: np.ndarray, start: np.ndarray, change: float,
+               seconds: float, iterations: int, prior_source: str) -> PlausibleResult:
+    after, before = divergences(model, value, prior), divergences(model, start, prior)
+    active = active_bounds(model, value)
+    links = {}
+    for link, i in model.layout.inertial_blocks.items():
+        m = value[i + 9]
+        links[link] = {"mass": float(m), "prior_mass": float(prior[i + 9]), "fit_mass": float(start[i + 9]),
+                       "com": (value[i + 6:i + 9] / m).tolist(), "divergence": after[link],
+                       "fit_divergence": before[link], "active_bounds": active[link],
+                       "min_pseudo_inertia_eigenvalue": float(np.linalg.eigvalsh(pseudo_inertia(value[i:i + 10]))[0])}
+    return PlausibleResult(standard=value, prior=prior, links=links, total_divergence=float(sum(after.values())),
+                           fit_total_divergence=float(sum(before.values())), max_base_change=change,
+                           solve_seconds=seconds, iterations=int(iterations), prior_source=prior_source)

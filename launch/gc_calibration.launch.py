@@ -1,0 +1,112 @@
+"""The whole gravity-compensation job on one MTM: pose grid, recording, fit, hold test, report.
+
+    ros2 launch dvrk_ident gc_calibration.launch.py arm:=MTML serial:=41878
+    ros2 launch dvrk_ident gc_calibration.launch.py arm:=MTML serial:=0 sim:=true
+
+Starts ``gc_calibration`` (config/gc_calibration.yaml), which runs the job in order
+(dvrk_ident_ros/app/gc_calibration.py): the nodes of collect.launch.py play ``grid_file`` and record it;
+once the bag is closed, gc-<ARM>-<serial>.json is fitted from it (as ``dvrk-ident gc fit``); the
+``gravity_compensation`` node then holds the arm with the new file at ``hold_poses`` poses away from the
+grid for ``hold_time`` s each, and the drift (joint, tip) is reported in ``output_directory``
+(gc-<ARM>-<serial>-report.txt, -hold.csv, -hold.png). With ``sim:=true`` a simulated arm publishing
+/clock is started too (every node then uses sim time), and homed by the job (``home_arm`` defaults to
+``sim``). On a real arm: power it on and home it from the console first; the arm moves through the whole
+grid, then to the hold poses.
+
+The launch ends with the job's status: 0 done, non-zero when a step failed (the player's status when the
+grid could not be played, 1 for the fit or the hold). An arm whose family has no gc fit (a PSM), or a grid
+found nowhere, stops the launch before any node starts.
+"""
+from launch.actions import DeclareLaunchArgument, OpaqueFunction, SetLaunchConfiguration
+from launch.conditions import IfCondition
+from launch.launch_description import LaunchDescription
+from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
+from launch_ros.actions import Node, SetParameter
+from launch_ros.parameter_descriptions import ParameterValue
+from launch_ros.substitutions import FindPackageShare
+
+from dvrk_ident_ros.app.gc_calibration import check_gc_arm, grid_path
+from dvrk_ident_ros.app.launch_support import canonical_arguments, exit_handler
+from dvrk_ident_ros.arms import mlse_arms
+
+PACKAGE = "dvrk_ident"
+
+
+def _config(name: str) -> PathJoinSubstitution:
+    return PathJoinSubstitution([FindPackageShare(PACKAGE), name])
+
+
+def _check_job(context):
+    """An arm without a gc fit, or a grid found nowhere, stops the launch before any node starts."""
+    arm = check_gc_arm(context.launch_configurations["arm"])
+    return [SetLaunchConfiguration("grid_file", str(grid_path(arm, context.launch_configurations["grid_file"])))]
+
+
+def generate_launch_description():
+    arm = LaunchConfiguration("arm")
+    sim = LaunchConfiguration("sim")
+    simulated_arm = Node(
+        package=PACKAGE,
+        executable="simulated_arm",
+        name=["simulated_arm_", arm],
+        parameters=[_config("config/simulated_arm.yaml"),
+                    # a pose grid is move_jp only (no servo_jp stream): /clock at 100 Hz wakes every node 5x less
+                    {"arm": ParameterValue(arm, value_type=str), "publish_clock": True, "clock_rate": 100.0}],
+        output="screen",
+        emulate_tty=True,
+        condition=IfCondition(sim),
+    )
+    job = Node(
+        package=PACKAGE,
+        executable="gc_calibration",
+        name=["gc_calibration_", arm],
+        parameters=[
+            _config("config/gc_calibration.yaml"),
+            {
+                "arm": ParameterValue(arm, value_type=str),
+                "serial": ParameterValue(LaunchConfiguration("serial"), value_type=str),
+                "grid_file": ParameterValue(LaunchConfiguration("grid_file"), value_type=str),
+                "output_directory": ParameterValue(LaunchConfiguration("output_directory"), value_type=str),
+                "home_arm": ParameterValue(LaunchConfiguration("home_arm"), value_type=bool),
+                "hold_poses": ParameterValue(LaunchConfiguration("hold_poses"), value_type=int),
+                "hold_time": ParameterValue(LaunchConfiguration("hold_time"), value_type=float),
+            },
+        ],
+        output="screen",
+        emulate_tty=True,
+        # SIGINT first: the job stops its nodes (the recorder closes its bag, the compensation fades out)
+        sigterm_timeout="30",
+    )
+    gc_arms = ", ".join(name for spec in mlse_arms() for name in spec.names)
+    return LaunchDescription([
+        DeclareLaunchArgument("arm", default_value="MTML",
+                              description=f"dVRK arm to calibrate, one whose family has a gc fit: {gc_arms} (any "
+                                          "case)"),
+        DeclareLaunchArgument("serial", description="the arm's serial number: the file is gc-<arm>-<serial>.json"),
+        DeclareLaunchArgument(
+            "sim", default_value="false",
+            description="true: also start a simulated arm publishing /clock (every node uses sim time), homed by "
+                        "the job"),
+        DeclareLaunchArgument(
+            "home_arm", default_value=sim,
+            description="true: the job powers the arm on and homes it before it moves; default: the value of sim"),
+        DeclareLaunchArgument(
+            "grid_file", default_value="",
+            description="pose grid (absolute, relative to the working directory, or in the package share); empty: "
+                        "config/grids/<arm>_gc_grid.yaml"),
+        DeclareLaunchArgument(
+            "output_directory", default_value="gc_calibration",
+            description="directory for the bag, the gc file, the report and the logs (relative to the working "
+                        "directory)"),
+        DeclareLaunchArgument("hold_poses", default_value="5",
+                              description="poses held with the new gc file (0: no hold test)"),
+        DeclareLaunchArgument("hold_time", default_value="2.0", description="seconds each pose is held"),
+        canonical_arguments(booleans=("sim", "home_arm"), arm="arm"),
+        OpaqueFunction(function=_check_job),
+        # Applies to every node started after it in this launch file (the job passes it to the nodes it starts).
+        SetParameter(name="use_sim_time", value=True, condition=IfCondition(sim)),
+        simulated_arm,
+        job,
+        exit_handler(job, "the gc calibration", required=True),
+        exit_handler(simulated_arm, "the simulated arm"),
+    ])

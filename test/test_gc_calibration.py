@@ -1,0 +1,185 @@
+"""The whole gc job (dvrk_ident_ros/app/gc_calibration.py, node gc_calibration, gc_calibration.launch.py).
+
+Unit tests of its pieces (no ROS), the refusals before any node starts, and one shortened run on the
+simulated MTML through the launcher (as ``dvrk-ident launch gc_calibration``): a small grid (60 poses),
+first-order polynomials, two 1 s holds.
+"""
+from __future__ import annotations
+
+import csv
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from dvrk_ident_ros.app.gc_calibration import (
+    CalibrationRefusedError,
+    CalibrationReport,
+    CalibrationSettings,
+    check_gc_arm,
+    drift_of,
+    hold_poses,
+    limits_check,
+    parse_orders,
+    tip_function,
+)
+from dvrk_ident_ros.app.launch_support import LaunchArgumentError
+
+
+def test_only_an_arm_whose_family_has_a_gc_fit_is_taken():
+    assert check_gc_arm(" mtmr") == "MTMR"
+    with pytest.raises(CalibrationRefusedError, match=r"PSM1 \(PSM\) has no gc fit: its family's estimators are sdp"):
+        check_gc_arm("psm1")
+
+
+@pytest.mark.parametrize(("given", "expected"), [
+    (["arm:=psm2", "serial:=1"], "PSM2 (PSM) has no gc fit"),
+    (["arm:=MTML"], "launch argument serial is required"),
+    (["serial:=1", "grid_file:=no/such/grid.yaml"], "'no/such/grid.yaml' not found"),
+    (["serial:=1", "hold_time:=long"], "hold_time:='long' is not a number"),
+    (["serial:=1", "sim:=yes"], "sim:='yes' is not a boolean"),
+])
+def test_launch_refuses_before_any_node_starts(given: list[str], expected: str):
+    from dvrk_ident_ros.app.launch_commands import launch_plan
+
+    with pytest.raises(LaunchArgumentError) as info:
+        launch_plan("gc_calibration", given)
+    assert expected in str(info.value)
+
+
+def test_launch_plan_follows_the_arguments():
+    from dvrk_ident_ros.app.launch_commands import launch_plan
+
+    nodes = launch_plan("gc_calibration", ["arm:=mtmr", "serial:=41878", "sim:=True", "hold_poses:=3"])
+    assert [n.name for n in nodes] == ["simulated_arm_MTMR", "gc_calibration_MTMR"]
+    job = nodes[1]
+    assert job.required and job.parameters["home_arm"] is True and job.parameters["hold_poses"] == 3
+    assert job.parameters["grid_file"].endswith("config/grids/mtmr_gc_grid.yaml")
+    assert [n.node for n in launch_plan("gc_calibration", ["serial:=1"])] == ["gc_calibration"]
+
+
+def test_orders():
+    assert parse_orders("") is None and parse_orders("auto") == "auto"
+    assert parse_orders("4,1,4,4,4,3") == {1: 4, 2: 1, 3: 4, 4: 4, 5: 4, 6: 3}
+    for bad in ("4,1,4", "a,b,c,d,e,f", "1,1,1,1,1,-1"):
+        with pytest.raises(CalibrationRefusedError, match="orders"):
+            parse_orders(bad)
+
+
+def test_hold_poses_are_inside_the_range_and_away_from_the_grid():
+    rng = np.random.default_rng(1)
+    lo, hi = np.full(7, -0.5), np.full(7, 0.5)
+    grid = rng.uniform(lo, hi, (200, 7))
+    admissible = limits_check("MTML")
+    poses = hold_poses(grid, (lo, hi), 4, np.random.default_rng(2), admissible)
+    assert poses.shape == (4, 7)
+    assert np.all(poses >= lo * 0.8 - 1e-12) and np.all(poses <= hi * 0.8 + 1e-12)
+    assert all(admissible(q) for q in poses)
+    nearest = np.min(np.linalg.norm(poses[:, None] - grid[None], axis=2), axis=1)
+    random_nearest = np.min(np.linalg.norm(rng.uniform(lo * 0.8, hi * 0.8, (50, 7))[:, None] - grid[None], axis=2),
+                            axis=1)
+    assert nearest.min() > np.median(random_nearest)  # farther than a typical random pose
+
+
+def test_drift_of_a_pose_and_the_report(tmp_path: Path):
+    tip = tip_function("MTML")
+    q = np.array([0.1, 0.1, 0.1, 0.0, 0.5, 0.0, 0.0])
+    still = drift_of(q, q, tip)
+    assert still.tip_mm == pytest.approx(0.0, abs=1e-9) and still.tip_deg == pytest.approx(0.0, abs=1e-5)
+    moved = drift_of(q, q + np.array([0.01, 0, 0, 0, 0, 0, 0]), tip)
+    assert 0.5 < moved.tip_mm < 20.0 and moved.joint[0] == pytest.approx(0.01)
+    settings = CalibrationSettings("MTML", "7", tmp_path / "grid.yaml", tmp_path, hold_time=1.0)
+    report = CalibrationReport(settings, fit_summary="fit", poses_recorded=60, drifts=[still, moved],
+                               joint_names=tuple(f"j{i}" for i in range(7)))
+    files = report.write()
+    assert [f.name for f in files] == ["gc-MTML-7-hold.csv", "gc-MTML-7-report.txt", "gc-MTML-7-hold.png"]
+    rows = list(csv.DictReader(open(files[0])))
+    assert [float(r["tip_mm"]) for r in rows] == pytest.approx([0.0, moved.tip_mm], abs=1e-3)
+    assert "2 poses held 1 s" in files[1].read_text()
+
+
+def test_a_job_whose_bag_exists_is_refused_before_any_node_starts(tmp_path: Path):
+    from dvrk_ident_ros.app.gc_calibration import REFUSED, Calibration
+
+    settings = CalibrationSettings("MTML", "7", tmp_path / "grid.yaml", tmp_path)
+    settings.bag.mkdir()
+    said: list[str] = []
+    assert Calibration(settings, port=None, say=said.append).run() == REFUSED  # type: ignore[arg-type]
+    assert "exists: move it away" in said[-1] and not settings.logs.exists()
+
+
+# -- through the launcher, on the simulated MTML ---------------------------------------------------------------------
+@pytest.fixture
+def nodes_env(ros_env):
+    from dvrk_ident_ros.app.launcher import ros_environment
+
+    return ros_environment(int(ros_env["ROS_DOMAIN_ID"]))
+
+
+def _small_grid(path: Path) -> Path:
+    """Every joint swept over a narrow range (3-5 poses a sweep, two auxiliary values): 60 poses, about 45 s
+    on the simulated arm; enough for first-order polynomials."""
+    from dvrk_ident_ros.excitation.grid import make_grid
+
+    joints = {
+        6: {"init": [0] * 7, "range": [-10, 10], "step": 10, "auxiliary": 5, "auxiliary_range": [-90, -30],
+            "auxiliary_step": 60},
+        5: {"init": [0] * 7, "range": [0, 20], "step": 10, "auxiliary": 3, "auxiliary_range": [-10, 10],
+            "auxiliary_step": 20},
+        4: {"init": [0, 0, 0, 0, 90, 0, 0], "range": [-10, 10], "step": 10, "auxiliary": 3,
+            "auxiliary_range": [-10, 10], "auxiliary_step": 20},
+        3: {"init": [28, 0, 0, 0, 90, 0, 0], "range": [-5, 5], "step": 5, "auxiliary": 2,
+            "auxiliary_range": [0, 10], "auxiliary_step": 10},
+        2: {"init": [0, 0, 0, 0, 90, 0, 0], "range": [-5, 5], "step": 5, "repeat": 1},
+        1: {"init": [0, 0, 0, 0, 90, 0, 0], "range": [0, 10], "step": 5, "repeat": 1},
+    }
+    grid = make_grid("MTML", {"settle_time": 0.2, "samples_per_pose": 5, "joints": joints,
+                              "coupling": {"joints": [2, 3], "lower": -11, "upper": 25}})
+    path.write_text(yaml.safe_dump({"format": "dvrk_ident.pose_grid/1", "kind": "pose_grid", **grid}))
+    return path
+
+
+@pytest.mark.ros
+def test_dvrk_ident_launch_refuses_a_psm_before_any_node_starts(tmp_path: Path, nodes_env):
+    proc = subprocess.run([sys.executable, "-m", "dvrk_ident_ros.app.cli", "launch", "gc_calibration", "arm:=psm1",
+                           "serial:=1", "--log-dir", str(tmp_path / "logs")],
+                          cwd=tmp_path, env=nodes_env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "PSM1 (PSM) has no gc fit" in proc.stderr
+    assert not (tmp_path / "logs").exists()
+
+
+@pytest.mark.ros
+@pytest.mark.slow
+def test_gc_calibration_on_the_simulated_mtml(tmp_path: Path, nodes_env):
+    from dvrk_ident_ros.app.launch_commands import launch_plan
+    from dvrk_ident_ros.app.launcher import LaunchPlan
+    from dvrk_ident_ros.gc.params import load_gc
+
+    out = tmp_path / "out"
+    grid = _small_grid(tmp_path / "small_grid.yaml")
+    nodes = launch_plan("gc_calibration", ["arm:=mtml", "serial:=1234", "sim:=True", f"grid_file:={grid}",
+                                           f"output_directory:={out}", "hold_poses:=2", "hold_time:=1.0"],
+                        overrides={"simulated_arm": {"homing_time": 0.5},
+                                   "gc_calibration": {"orders": "1,1,1,1,1,1"}})
+    start = time.monotonic()
+    result = LaunchPlan("gc_calibration.launch.py", nodes, log_dir=tmp_path / "logs", env=nodes_env).run(timeout=240)
+    seconds = time.monotonic() - start
+    log = (tmp_path / "logs" / "gc_calibration_MTML.log").read_text()
+    assert result.status == 0, result.report() + "\n" + log
+    assert result.reason == "gc_calibration.launch.py: gc_calibration_MTML finished"
+    assert all(e.returncode == 0 for e in result.exits), result.report()
+    params = load_gc(out / "gc-MTML-1234.json")
+    assert params.arm == "MTML" and params.serial == "1234"
+    assert (out / "MTML-1234-grid" / "metadata.yaml").is_file()
+    rows = list(csv.DictReader(open(out / "gc-MTML-1234-hold.csv")))
+    assert len(rows) == 2
+    tip = [float(r["tip_mm"]) for r in rows]
+    assert all(np.isfinite(tip)) and max(tip) < 200.0, tip  # held, not fallen (a fall moves the tip ~0.3 m)
+    assert (out / "gc-MTML-1234-hold.png").is_file()
+    assert "[1/3]" in log and "[2/3]" in log and "[3/3]" in log and "poses held 1 s" in log
+    print(f"gc calibration on the simulated MTML: {seconds:.1f} s; tip drift {tip} mm")
