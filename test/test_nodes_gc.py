@@ -785,7 +785,10 @@ def test_teleoperation_turning_the_builtin_compensation_on_stops_the_node(ros_en
             running(_lab_gc_node(path, "ramp_in_time:=0.3"), ros_env) as gc:
         lab.wait_up(sim, gc)
         assert lab.probe.spin_until(lambda: len(lab.servo_jf) > 60, 8.0, gc), output_of(gc)
-        assert [m.data for _, m in lab.builtin] == [False] and not lab.builtin_on()
+        # the take-over's False may leave before this probe is matched (the arm is ready when the node starts);
+        # the arm's own reading says it arrived
+        taken = [m.data for _, m in lab.builtin]
+        assert taken in ([False], []) and not lab.builtin_on(), taken
         lab.teleop(True)
         teleop = time.monotonic()
         assert lab.probe.spin_until(lab.builtin_on, 2.0), "the simulated teleoperation did not turn it on"
@@ -799,7 +802,7 @@ def test_teleoperation_turning_the_builtin_compensation_on_stops_the_node(ros_en
               f"reached the test, the zero one {1e3 * (stop_at - turned_on):.0f} ms after it")
         assert len(after) <= 6, f"{len(after)} commands after the arm's own compensation came on"
         assert not lab.answered_since(turned_on + 0.3), "commands more than 0.3 s after it came on"
-        assert [m.data for _, m in lab.builtin] == [False], "the node fought teleoperation"
+        assert [m.data for _, m in lab.builtin] == taken, "the node fought teleoperation"
         assert lab.builtin_on()
         lab.builtin_off()  # someone turns it off again: the node takes over again
         off = time.monotonic()
@@ -811,7 +814,7 @@ def test_teleoperation_turning_the_builtin_compensation_on_stops_the_node(ros_en
     builtin = [m.data for _, m in lab.builtin]
     lab.close()
     # the node's: off at the take-over, (the test's off), off at the second take-over, on at exit
-    assert builtin == [False, False, False, True], builtin
+    assert builtin == [*taken, False, False, True], builtin
     assert len(_lines_with(gc_out, "was turned on by someone else")) == 1, gc_out
     assert len(_lines_with(gc_out, "compensating MTML: ramp-in")) == 2 and "was on before" in gc_out, gc_out
     assert "back on as found" in gc_out, gc_out
