@@ -11,6 +11,6 @@ from dvrk_ident_ros.gc.data import PoseData
 from dvrk_ident_ros.gc.mlse import GcFit, fit_mlse, fit_slse
 from dvrk_ident_ros.gc.regularised import fit_regularised
 
-GcFitFunction = Callable[[PoseData, "dict[int, int] | None"], GcFit]
+GcFitFunction = Callable[[PoseData, dict[int, int] | None], GcFit]
 
 FITS: dict[str, GcFitFunction] = {"mlse": fit_mlse, "slse": fit_slse, "rmlse": fit_regularised}
