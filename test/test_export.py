@@ -146,10 +146,22 @@ def test_wpi_fits_export_and_load_without_warnings(arm, wpi_fits, tmp_path, capf
     assert pin_model.nq == 7 and "WARNING" not in out + err and not any(w.number for w in data.warning)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 21 item 2 (plausible parameters): on the WPI recordings the "
-                   "plausible stage still leaves masses on their upper bounds and pseudo-inertias on the floor")
 @pytest.mark.parametrize("arm", ARMS)
-def test_wpi_fits_have_no_link_on_a_bound(arm, wpi_fits):
+def test_wpi_fits_export_no_link_mass_or_inertia_on_a_bound(arm, wpi_fits):
+    """The exact stage inherits the bounds the fitted base parameters force (PSM links at 5 kg, singular
+    pseudo-inertias); the relaxed one (within the fit's 95 % region), which export writes, has none. The
+    MTM's centre-of-mass boxes are not masses or inertias: links 3 and 3'' keep a y coordinate on them
+    (reported by the export)."""
+    from dvrk_ident_ros.export import relaxed_entry
+
     result = IdentificationResult.load(wpi_fits[arm])
-    links = (getattr(result, "plausibility", None) or {}).get("links") or {}
-    assert links and not {k: v["active_bounds"] for k, v in links.items() if v["active_bounds"]}
+    exact = result.plausibility["links"]
+    assert any(v["active_bounds"] for v in exact.values())  # what the relaxed stage is for
+    relaxed = relaxed_entry(result)
+    assert relaxed and relaxed["residual_increase"] <= relaxed["limit"] * (1 + 1e-4)
+    on_bounds = {k: [b for b in v["active_bounds"] if not b.startswith("com")] for k, v in relaxed["links"].items()}
+    assert not any(on_bounds.values()), on_bounds
+    model = load_model(arm)
+    exported = standard_parameters(result, model)
+    assert np.allclose(exported, [relaxed["standard"][n] for n in model.parameter_names])
+    assert not np.allclose(exported, standard_parameters(result, model, inertials="exact"))

@@ -160,3 +160,63 @@ def test_the_pipeline_records_the_plausible_parameters_or_the_failure(tmp_path):
     failed = _plausible(model, bad, fit, None)
     assert failed["status"].startswith("failed: plausible parameters: infeasible")
     assert "SDP's own" in summary_line(failed)
+
+
+@pytest.fixture(scope="module")
+def noisy_psm_on_bounds():
+    """The simulator's PSM truth (masses on their bounds, config/sim/README.md), torques with noise."""
+    from dvrk_ident_ros.identify.plausible import fit_region
+
+    model = load_model("psm")
+    rng = np.random.default_rng(5)
+    traj = random_fourier(model, rng, base_frequency=0.1, amplitude=0.25)
+    data, qdd = synthetic_recording(model, load_sim_config("psm").delta, traj, rate=100.0,
+                                    duration=2 * traj.period, noise=0.01, rng=rng)
+    reg = Regression(model.base_regressor(data.q, data.qd, qdd), data.tau - model.known_torques(data.q))
+    A, b = reg.weighted(np.ones(model.dof))
+    sdp = solve_sdp(model, A, b)
+    return model, sdp, fit_region(model, A, b, sdp.base), A, b
+
+
+def test_the_fit_region_is_the_least_squares_confidence_ellipsoid():
+    """For an unconstrained fit, a residual (1 + limit) times the best is the boundary of the 95 %
+    ellipsoid of identify/least_squares.py's covariance (Cov = c s^2 (A^T A)^-1)."""
+    from scipy.stats import chi2
+
+    from dvrk_ident_ros.identify.least_squares import solve_least_squares
+    from dvrk_ident_ros.identify.plausible import fit_region
+
+    model = load_model("psm")
+    rng = np.random.default_rng(8)
+    A = rng.normal(size=(400, len(model.base_parameter_names)))
+    b = A @ rng.normal(size=A.shape[1]) + rng.normal(0, 0.1, 400)
+    reg = Regression(A.reshape(400, 1, -1), b.reshape(400, 1))
+    lsq = solve_least_squares(reg, "none", correlation=3.0)
+    region = fit_region(model, A, b, lsq.base, correlation=3.0)
+    d = rng.normal(size=A.shape[1])
+    d *= np.sqrt(region.limit * region.best / np.sum((A @ d) ** 2))  # on the region's boundary
+    assert np.sum((A @ (lsq.base + d) - b) ** 2) == pytest.approx((1 + region.limit) * region.best, rel=1e-9)
+    assert d @ np.linalg.solve(lsq.covariance, d) == pytest.approx(chi2.ppf(0.95, A.shape[1]), rel=1e-9)
+
+
+def test_within_the_fit_region_the_links_leave_their_bounds(noisy_psm_on_bounds):
+    """The exact stage must keep the base parameters and so the bounds they force; within the fit's
+    region the divergence can only drop, the residual stays inside the region, and what it reports
+    active is what is active."""
+    from dvrk_ident_ros.identify.plausible import choose_within_fit
+
+    model, sdp, region, A, b = noisy_psm_on_bounds
+    exact = choose_plausible(model, sdp.base, sdp.standard)
+    relaxed = choose_within_fit(model, region, sdp.standard)
+    assert relaxed.total_divergence <= exact.total_divergence + 1e-6
+    assert relaxed.residual_increase <= relaxed.tried[-1] * (1 + 1e-4) + 1e-9
+    assert relaxed.tried[-1] <= region.limit
+    assert region.residual(relaxed.standard) == pytest.approx(np.sum((A @ (model.base.matrix(len(model.layout))
+                                                                            @ relaxed.standard) - b) ** 2))
+    reported = {k: v["active_bounds"] for k, v in relaxed.links.items()}
+    assert reported == active_bounds(model, relaxed.standard)
+    masses_on_bounds = [k for k, v in exact.links.items() if any(b.startswith("mass") for b in v["active_bounds"])]
+    assert masses_on_bounds, "the exact stage should inherit the truth's masses on their bounds"
+    if len(relaxed.tried) < len([e for e in (0.001, 0.003, 0.01, 0.03, 0.1) if e < region.limit]) + 1:
+        assert not any(reported.values())  # it stopped early: nothing active
+    assert min(v["min_pseudo_inertia_eigenvalue"] for v in relaxed.links.values()) > 0

@@ -15,7 +15,13 @@ from dvrk_ident_ros.data.processing import FilterSettings, lowpass, process
 from dvrk_ident_ros.errors import DataError, DvrkIdentError, SolverError
 from dvrk_ident_ros.estimators import DYNAMICS, estimator
 from dvrk_ident_ros.identify.least_squares import solve_least_squares
-from dvrk_ident_ros.identify.plausible import choose_plausible, prior_from_standard
+from dvrk_ident_ros.identify.plausible import (
+    FitRegion,
+    choose_plausible,
+    choose_within_fit,
+    fit_region,
+    prior_from_standard,
+)
 from dvrk_ident_ros.identify.problem import (
     Regression,
     build_regression,
@@ -140,6 +146,10 @@ def identify(model: ArmModel, datasets: list[Dataset], method: str = "sdp",
         timings["plausible"] = time.perf_counter() - t0
         if plausibility["status"] == "optimal":
             standard = dict(zip(model.parameter_names, plausibility.pop("standard"), strict=True))
+        t0 = time.perf_counter()
+        region = fit_region(model, A, b, sdp.base, correlation)
+        plausibility["relaxed"] = _relaxed(model, reg, region, sdp.standard, prior)
+        timings["plausible_relaxed"] = time.perf_counter() - t0
     predicted = reg.Hb @ base
     errors = relative_errors(reg.y, predicted)
     return IdentificationResult(
@@ -165,6 +175,22 @@ def _plausible(model: ArmModel, base: np.ndarray, standard: np.ndarray, prior: s
                                                                        strict=True))}
     out = result.as_dict(model.parameter_names, standard)
     out["standard"] = result.standard.tolist()
+    return out
+
+
+def _relaxed(model: ArmModel, reg: Regression, region: FitRegion, standard: np.ndarray,
+             prior: str | Path | None) -> dict:
+    """The standard parameters for simulators (identify/plausible.py, :func:`choose_within_fit`) with
+    the training errors their base parameters give beside the fit's; a failure is recorded."""
+    values = None if prior is None else prior_from_standard(model, IdentificationResult.load(prior).standard or {})
+    try:
+        result = choose_within_fit(model, region, standard, values)
+    except SolverError as exc:
+        return {"status": f"failed: {exc}"}
+    out = result.as_dict(model.parameter_names)
+    K = model.base.matrix(len(model.layout))
+    out["errors"] = relative_errors(reg.y, reg.Hb @ (K @ result.standard)).tolist()
+    out["fit_errors"] = relative_errors(reg.y, reg.Hb @ (K @ standard)).tolist()
     return out
 
 

@@ -18,6 +18,18 @@ the stage is feasible whenever it is given the SDP's base parameters.
 Without a prior from a file (CAD, a previous identification), the prior is
 built from the description (:func:`geometric_prior`): each link a set of
 uniform rods from its frame origin to its child frames' origins.
+
+On real recordings the identified base parameters themselves can force links
+onto their bounds (a 5 kg PSM link, a singular pseudo-inertia): model error
+the data cannot tell from inertia. :func:`choose_within_fit` then lets the base
+parameters move, within the fit's 95 % likelihood-ratio region
+
+    ||A K delta - b||^2  <=  (1 + eps) r_fit,   eps <= c chi2_p(0.95) / (N - p)
+
+(c: the residual's correlation length in samples, as in the covariance of
+identify/least_squares.py), taking the smallest eps of a ladder for which no
+bound is active: the standard parameters a simulator is given (export/),
+while the file's base and standard parameters stay those of the fit.
 """
 from __future__ import annotations
 
@@ -41,7 +53,9 @@ from dvrk_ident_ros.model.arm_model import ArmModel
 from dvrk_ident_ros.model.physical import barycentric_from_physical, pseudo_inertia
 
 LINK_RADIUS = 0.1  # m: the prior's rods and spheres: broad (with 2-5 cm every COM offset the data need cost mass)
-DEFAULT_MASS = (0.05, 2.0)  # kg: the mass range assumed for a link without bounds
+DEFAULT_MASS = (0.05, 2.0)
+#: The prior's centre of mass stays this fraction of each COM range away from its bounds.
+PRIOR_COM_MARGIN = 0.25  # kg: the mass range assumed for a link without bounds
 #: The largest change of a base parameter (relative to its kind, identify/compare.py) accepted as "kept".
 BASE_TOLERANCE = 1e-5
 #: A bound is reported active when the value is within this fraction of its range of it (0.1 %).
@@ -139,7 +153,7 @@ def geometric_prior(model: ArmModel) -> np.ndarray:
     Mass: the geometric mean of the description's mass bounds; shape: uniform rods
     (:data:`LINK_RADIUS`) from the link's origin to its child frames' origins at the
     middle of the joint ranges, a sphere for a link with no offset child; the centre
-    of mass is clipped into the description's COM bounds.
+    of mass is clipped into the middle half of the description's COM bounds.
     """
     delta = np.zeros(len(model.layout))
     links = (model.description.bounds or {}).get("links") or {}
@@ -150,8 +164,10 @@ def geometric_prior(model: ArmModel) -> np.ndarray:
         mass = float(np.sqrt(max(lo, 1e-6) * hi))
         com, inertia = _rod_body(mass, rods[link])
         box = spec.get("com")
-        if box:
-            com = np.clip(com, [b[0] for b in box], [b[1] for b in box])
+        if box:  # into the middle half of the box: a prior on a bound draws the answer onto it
+            lo3, hi3 = np.array([b[0] for b in box], dtype=float), np.array([b[1] for b in box], dtype=float)
+            margin = PRIOR_COM_MARGIN * (hi3 - lo3)
+            com = np.clip(com, lo3 + margin, hi3 - margin)
         delta[start:start + 10] = barycentric_from_physical(mass, com, inertia)
     return delta
 
@@ -267,6 +283,48 @@ def _solve(problem: cp.Problem) -> int:
                       "(only 'optimal' is accepted)")
 
 
+def _inertial_mask(model: ArmModel) -> np.ndarray:
+    mask = np.zeros(len(model.layout), dtype=bool)
+    for i in model.layout.inertial_blocks.values():
+        mask[i:i + 10] = True
+    return mask
+
+
+def _divergence_problem(model: ArmModel, prior: np.ndarray, fixed: np.ndarray, free_other: bool
+                        ) -> tuple[cp.Variable, cp.Expression, cp.Expression, np.ndarray]:
+    """(x, delta, objective, M): delta = M x + the rest, x each link's whitened pseudo-inertia X_k (upper
+    triangle; X_k = I is the prior), the objective sum_k tr(X_k) - log det X_k. The parameters outside the
+    links (friction, motor inertias, springs) are ``fixed``'s, or variables when ``free_other``."""
+    layout = model.layout
+    P = len(layout)
+    J0 = _prior_blocks(model, prior)
+    inertial = _inertial_mask(model)
+    M = np.zeros((P, 10 * len(J0)))
+    for k, (link, i) in enumerate(layout.inertial_blocks.items()):
+        M[i:i + 10, 10 * k:10 * k + 10] = _whitening(J0[link])
+    x = cp.Variable(10 * len(J0))
+    if free_other:
+        other = cp.Variable(P)
+        delta = M @ x + cp.multiply((~inertial).astype(float), other)
+    else:
+        delta = M @ x + np.where(inertial, 0.0, fixed)
+    diagonal = np.isin(np.arange(10), [0, 4, 7, 9])  # the upper triangle's diagonal entries
+    trace = np.tile(diagonal.astype(float), len(J0))
+    X = [cp.reshape(_symmetric_basis().reshape(10, 16).T @ x[10 * k:10 * k + 10], (4, 4), order="C")
+         for k in range(len(J0))]
+    objective = trace @ x - sum(cp.log_det(Xk) for Xk in X)
+    return x, delta, objective, M
+
+
+def _checked_value(model: ArmModel, delta: cp.Expression) -> np.ndarray:
+    value = np.asarray(delta.value, dtype=float)
+    min_eig, violation = check_constraints(model, value)
+    if min_eig < 0 or violation > 1e-9:
+        raise SolverError(f"plausible parameters: answer violates its constraints (min pseudo-inertia eigenvalue "
+                          f"{min_eig:.2e}, worst bound violation {violation:.2e})")
+    return value
+
+
 def choose_plausible(model: ArmModel, base: np.ndarray, fixed: np.ndarray, prior: np.ndarray | None = None,
                      *, start: np.ndarray | None = None, prior_source: str = "geometry") -> PlausibleResult:
     """The standard parameters closest to ``prior`` (log-det divergence) that give ``base``.
@@ -278,45 +336,26 @@ def choose_plausible(model: ArmModel, base: np.ndarray, fixed: np.ndarray, prior
     an unconstrained least-squares fit), or when the answer changes them.
     """
     t0 = time.perf_counter()
-    layout = model.layout
-    P = len(layout)
+    P = len(model.layout)
     prior = geometric_prior(model) if prior is None else np.asarray(prior, dtype=float)
     start = np.asarray(fixed if start is None else start, dtype=float)
-    J0 = _prior_blocks(model, prior)
     K = model.base.matrix(P)
     fixed = np.asarray(fixed, dtype=float)
-    inertial = np.zeros(P, dtype=bool)
-    for i in layout.inertial_blocks.values():
-        inertial[i:i + 10] = True
-    # delta = M x + fixed outside the links: x holds each link's whitened pseudo-inertia X_k
-    # (upper triangle), friction, motor inertias and springs stay as identified.
-    M = np.zeros((P, 10 * len(J0)))
-    for k, (link, i) in enumerate(layout.inertial_blocks.items()):
-        M[i:i + 10, 10 * k:10 * k + 10] = _whitening(J0[link])
-    x = cp.Variable(10 * len(J0))
-    delta = M @ x + np.where(inertial, 0.0, fixed)
+    inertial = _inertial_mask(model)
+    x, delta, objective, M = _divergence_problem(model, prior, fixed, free_other=False)
     # base == K delta, rows scaled to unit norm (their units mix kg, kg m, kg m^2); rows without an
     # inertial parameter are friction alone, kept by fixing it.
     KM = K @ M
     norms = np.linalg.norm(KM, axis=1)
     rows = norms > 0
     target = np.asarray(base, dtype=float) - K[:, ~inertial] @ fixed[~inertial]
-    diagonal = np.isin(np.arange(10), [0, 4, 7, 9])  # the upper triangle's diagonal entries
-    trace = np.tile(diagonal.astype(float), len(J0))
-    X = [cp.reshape(_symmetric_basis().reshape(10, 16).T @ x[10 * k:10 * k + 10], (4, 4), order="C")
-         for k in range(len(J0))]
-    objective = trace @ x - sum(cp.log_det(Xk) for Xk in X)
     # J_k = C_k X_k C_k^T > 0 through log det X_k; the SDP's floor (J >= 1e-7 I) is not imposed: on the
     # tracked simulated PSM it took three solver attempts, 0.6 s instead of 0.4, and links the base
     # parameters force onto the cone's boundary still ended below it (4e-9) within the solver's tolerance
     constraints = [*bound_constraints(model, delta), (KM[rows] / norms[rows, None]) @ x == target[rows] / norms[rows]]
     problem = cp.Problem(cp.Minimize(objective), constraints)
     attempts = _solve(problem)
-    value = np.asarray(delta.value, dtype=float)
-    min_eig, violation = check_constraints(model, value)
-    if min_eig < 0 or violation > 1e-9:
-        raise SolverError(f"plausible parameters: answer violates its constraints (min pseudo-inertia eigenvalue "
-                          f"{min_eig:.2e}, worst bound violation {violation:.2e})")
+    value = _checked_value(model, delta)
     names = model.base_parameter_names
     change = float(relative_parameter_errors(names, K @ value, base).max(initial=0.0))
     if change > BASE_TOLERANCE:
@@ -326,6 +365,88 @@ def choose_plausible(model: ArmModel, base: np.ndarray, fixed: np.ndarray, prior
                         getattr(problem.solver_stats, "num_iters", 0) or 0, prior_source)
     result.attempts = attempts
     return result
+
+
+@dataclass(frozen=True)
+class FitRegion:
+    """A least-squares fit in compressed form: residual(delta) = ||RK delta - c||^2 + floor (A = QR,
+    c = Q^T b, floor = |b|^2 - |c|^2); ``best`` the fit's own residual, ``limit`` the largest relative
+    increase accepted (the 95 % likelihood-ratio region)."""
+
+    RK: np.ndarray
+    c: np.ndarray
+    floor: float
+    best: float
+    limit: float
+
+    def residual(self, delta: np.ndarray) -> float:
+        return float(np.sum((self.RK @ delta - self.c) ** 2) + self.floor)
+
+
+def fit_region(model: ArmModel, A: np.ndarray, b: np.ndarray, fitted_base: np.ndarray, correlation: float = 1.0,
+               level: float = 0.95) -> FitRegion:
+    """The region of a weighted base-parameter fit (A: N x p, b: N): relative residual increase at most
+    c chi2_p(level) / (N - p), c the residual's correlation length (N / c independent samples)."""
+    from scipy.stats import chi2
+
+    Q, R = np.linalg.qr(A)
+    c = Q.T @ b
+    n, p = A.shape
+    floor = max(float(b @ b - c @ c), 0.0)
+    # exact data fit to rounding: a region of (almost) one point, kept well scaled
+    best = max(float(np.sum((R @ fitted_base - c) ** 2) + floor), 1e-12 * float(b @ b), 1e-300)
+    limit = correlation * float(chi2.ppf(level, p)) / max(n - p, 1)
+    return FitRegion(RK=R @ model.base.matrix(len(model.layout)), c=c, floor=floor, best=best, limit=limit)
+
+
+#: Relative residual increases tried in turn by :func:`choose_within_fit` (then the region's limit).
+FIT_LADDER = (0.001, 0.003, 0.01, 0.03, 0.1)
+
+
+@dataclass
+class RelaxedResult:
+    standard: np.ndarray
+    residual_increase: float  # the tolerance used: relative increase of the fit's residual allowed
+    limit: float  # the 95 % region's
+    links: dict[str, dict]
+    total_divergence: float
+    solve_seconds: float
+    tried: list[float]
+
+    def as_dict(self, names: tuple[str, ...]) -> dict:
+        return {"status": "optimal", "standard": dict(zip(names, self.standard.tolist(), strict=True)),
+                "residual_increase": self.residual_increase, "limit": self.limit, "tried": self.tried,
+                "links": self.links, "total_divergence": self.total_divergence,
+                "solve_seconds": self.solve_seconds}
+
+
+def choose_within_fit(model: ArmModel, region: FitRegion, start: np.ndarray, prior: np.ndarray | None = None
+                      ) -> RelaxedResult:
+    """The standard parameters closest to ``prior`` whose fit is at most (1 + eps) times the best, for
+    the smallest eps of :data:`FIT_LADDER` (capped at the region's limit, then the limit itself) that
+    leaves no bound active; at the limit, whatever bounds are still active are reported as such.
+    ``start``: the fit's standard parameters (the divergence the answer is compared with)."""
+    t0 = time.perf_counter()
+    prior = geometric_prior(model) if prior is None else np.asarray(prior, dtype=float)
+    start = np.asarray(start, dtype=float)
+    _, delta, objective, _ = _divergence_problem(model, prior, start, free_other=True)
+    scale = 1.0 / np.sqrt(region.best) if region.best > 0 else 1.0
+    ladder = [e for e in FIT_LADDER if e < region.limit] + [region.limit]
+    tried: list[float] = []
+    value = start
+    for eps in ladder:
+        allowed = (1.0 + eps) - scale * scale * region.floor
+        constraints = [*bound_constraints(model, delta),
+                       cp.sum_squares(scale * (region.RK @ delta - region.c)) <= allowed]
+        _solve(cp.Problem(cp.Minimize(objective), constraints))
+        value = _checked_value(model, delta)
+        tried.append(eps)
+        if not any(active_bounds(model, value).values()):
+            break
+    summary = _summarise(model, value, prior, start, 0.0, 0.0, 0, "")
+    return RelaxedResult(standard=value, residual_increase=region.residual(value) / region.best - 1.0,
+                         limit=region.limit, links=summary.links, total_divergence=summary.total_divergence,
+                         solve_seconds=time.perf_counter() - t0, tried=tried)
 
 
 def _summarise(model: ArmModel, value: np.ndarray, prior: np.ndarray, start: np.ndarray, change: float,

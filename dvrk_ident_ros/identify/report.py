@@ -45,6 +45,24 @@ def plausibility_lines(plausibility: dict) -> list[str]:
         lines.append(f"  {link:10s}  {v['fit_mass']:8.4g} -> {v['mass']:8.4g} ({v['prior_mass']:.3g})"
                      f"   {v['fit_divergence']:10.4g} -> {v['divergence']:8.4g}   "
                      + (", ".join(v["active_bounds"]) or "-"))
+    return lines + relaxed_lines(plausibility.get("relaxed") or {})
+
+
+def relaxed_lines(relaxed: dict) -> list[str]:
+    """The plausible parameters within the fit's 95 % region (the ones ``export`` writes)."""
+    if not relaxed:
+        return []
+    lines = ["", f"plausible within the fit's 95 % region (for simulators, export): {relaxed.get('status')}"]
+    if relaxed.get("status") != "optimal":
+        return lines
+    lines += [f"  residual +{100 * relaxed['residual_increase']:.3g} % of the fit's (limit "
+              f"{100 * relaxed['limit']:.3g} %); total divergence {relaxed['total_divergence']:.4g}",
+              "  training error per joint, %: " + " ".join(
+                  f"{100 * a:.2f}->{100 * b:.2f}"
+                  for a, b in zip(relaxed["fit_errors"], relaxed["errors"], strict=True)),
+              "  link        mass, kg   active bounds"]
+    for link, v in relaxed["links"].items():
+        lines.append(f"  {link:10s}  {v['mass']:8.4g}   " + (", ".join(v["active_bounds"]) or "-"))
     return lines
 
 

@@ -9,16 +9,24 @@ from dvrk_ident_ros.files import add_command_group
 
 
 def _export(args: argparse.Namespace) -> int:
-    from dvrk_ident_ros.export import FORMATS, tree_from_file
+    from dvrk_ident_ros.export import FORMATS, relaxed_entry, tree_from_file
 
-    tree, result = tree_from_file(args.params, args.variant)
+    tree, result = tree_from_file(args.params, args.variant, args.inertials)
     plausibility = getattr(result, "plausibility", None) or {}
     status = plausibility.get("status")
-    if status and status != "optimal":
-        print(f"warning: {args.params}: plausible standard parameters not found ({status}); exporting the "
-              "SDP's own choice", file=sys.stderr)
-    on_bounds = {link: entry["active_bounds"] for link, entry in (plausibility.get("links") or {}).items()
-                 if entry.get("active_bounds")}
+    relaxed = relaxed_entry(result) if args.inertials == "relaxed" else {}
+    if relaxed:
+        errors, fit = relaxed.get("errors") or [], relaxed.get("fit_errors") or []
+        change = " ".join(f"{100 * a:.1f}->{100 * b:.1f}" for a, b in zip(fit, errors, strict=False))
+        print(f"inertials: plausible within the fit's 95 % region (residual +{100 * relaxed['residual_increase']:.2g} %"
+              f" of the fit's, limit {100 * relaxed['limit']:.2g} %; training error per joint, %: {change})")
+        links = relaxed.get("links") or {}
+    else:
+        if status and status != "optimal":
+            print(f"warning: {args.params}: plausible standard parameters not found ({status}); exporting the "
+                  "SDP's own choice", file=sys.stderr)
+        links = plausibility.get("links") or {}
+    on_bounds = {link: entry["active_bounds"] for link, entry in links.items() if entry.get("active_bounds")}
     if on_bounds:
         print(f"warning: {args.params}: links on a bound of the identification (the data do not determine "
               "them): " + "; ".join(f"{k}: {', '.join(v)}" for k, v in on_bounds.items()), file=sys.stderr)
@@ -39,4 +47,7 @@ def add_export_commands(sub: argparse._SubParsersAction) -> None:
         p.add_argument("--params", required=True, help="parameter file of an SDP identification (JSON)")
         p.add_argument("--out", required=True, help="file to write")
         p.add_argument("--variant", default=None, help="arm variant for the joint limits (e.g. MTMR)")
+        p.add_argument("--inertials", default="relaxed", choices=("relaxed", "exact"),
+                       help="relaxed (default): the plausible standard parameters within the fit's 95 %% region "
+                            "where the file has them; exact: the file's own (they give its base parameters)")
         p.set_defaults(handler=_export)
