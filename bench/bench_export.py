@@ -1,6 +1,8 @@
 """Exported URDF / MJCF against the package's model: worst torque differences, free-fall match."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from dvrk_ident_ros.environment import find_share_directory
@@ -57,4 +59,33 @@ def run() -> bool:
               f"tanh law, 0.02 rad/s): worst joint difference {np.max(np.abs(dry - smooth)):.1e} "
               f"(joints travel up to {np.max(np.ptp(smooth, axis=0)):.2f})")
         ok &= e_pin < 1e-10 and e_mj < 1e-6 and d1 < 1e-2 and d2 < 1e-3
+    return bool(ok) and _wpi_inertials()
+
+
+WPI = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "wpi-identification"
+
+
+def _wpi_inertials() -> bool:
+    """The plausible inertials export writes for SDP fits of the WPI recordings: links on a bound."""
+    from dvrk_ident_ros.data.loaders import load_dataset
+    from dvrk_ident_ros.identify.pipeline import identify
+    from dvrk_ident_ros.model.arm_model import load_model
+
+    if not WPI.is_dir():
+        print(f"  {WPI} absent: the WPI figures need ../shared")
+        return True
+    ok = True
+    for arm in ("psm", "mtm"):
+        result = identify(load_model(arm), [load_dataset(WPI / arm / "one_results.csv")])
+        exact = {k: v["active_bounds"] for k, v in result.plausibility["links"].items() if v["active_bounds"]}
+        relaxed = result.plausibility["relaxed"]
+        active = {k: v["active_bounds"] for k, v in relaxed["links"].items() if v["active_bounds"]}
+        masses = " ".join(f"{v['mass']:.3g}" for v in relaxed["links"].values())
+        errors = " ".join(f"{100 * a:.1f}->{100 * b:.1f}" for a, b in zip(relaxed["fit_errors"], relaxed["errors"],
+                                                                           strict=True))
+        print(f"  WPI {arm.upper()}: exact stage on a bound: {exact or 'none'}")
+        print(f"  WPI {arm.upper()}: exported (relaxed, residual +{100 * relaxed['residual_increase']:.2g} %, limit "
+              f"{100 * relaxed['limit']:.2g} %): masses {masses} kg; on a bound: {active or 'none'}; "
+              f"training error %: {errors}")
+        ok &= not any(b for v in active.values() for b in v if not b.startswith("com"))
     return bool(ok)
