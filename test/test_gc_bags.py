@@ -20,6 +20,11 @@ from dvrk_ident_ros.gc.regressor import torques
 from dvrk_ident_ros.player_phase import PlayerPhase
 
 
+def _load_all(path, **kwargs):
+    """Every pose (these tests count them): no sweep's first pose left out."""
+    return load_poses(path, trim=(0, 0), **kwargs)
+
+
 def _grid(tmp_path):
     sweeps = []
     for joint, aux in ((6, 0.3), (6, -0.3)):
@@ -91,7 +96,7 @@ def test_pose_bag_loads_averaged_poses(tmp_path):
     grid_path = _grid(tmp_path)
     poses = _poses(grid_path)
     bag = _write_bag(tmp_path / "bag", grid_path, poses, setpoint=_commanded, skip_pose=5)
-    data = load_poses(bag)
+    data = _load_all(bag)
     assert len(data.q) == len(poses) - 1 and data.dropped == 1
     assert np.allclose(data.q, np.delete(poses, 5, axis=0))
     kept = np.delete(np.arange(len(poses)), 5)
@@ -100,10 +105,10 @@ def test_pose_bag_loads_averaged_poses(tmp_path):
     assert set(data.joint) == {6}
     assert list(data.direction[:4]) == [1, 1, 1, 1] and list(data.direction[4:7]) == [-1, -1, -1]
     assert set(np.round(data.auxiliary, 6)) == {0.3, -0.3}
-    measured = load_poses(bag, effort="measured")
+    measured = _load_all(bag, effort="measured")
     assert np.allclose(measured.tau, 0.1 * np.sin(data.q)) and measured.effort_topic == "/MTML/measured_js"
     with pytest.raises(DataError, match="effort 'both'"):
-        load_poses(bag, effort="both")
+        _load_all(bag, effort="both")
 
 
 def test_only_the_player_of_the_bags_own_arm_cuts_it(tmp_path):
@@ -112,16 +117,16 @@ def test_only_the_player_of_the_bags_own_arm_cuts_it(tmp_path):
     never give pose 5 (or any other) an MTML sample."""
     grid_path = _grid(tmp_path)
     poses = _poses(grid_path)
-    expected = load_poses(_write_bag(tmp_path / "alone", grid_path, poses, setpoint=_commanded, skip_pose=5))
+    expected = _load_all(_write_bag(tmp_path / "alone", grid_path, poses, setpoint=_commanded, skip_pose=5))
     assert expected.dropped == 1 and np.allclose(expected.q, np.delete(poses, 5, axis=0))
     for legacy in (False, True):
         bag = _write_bag(tmp_path / f"mixed-{legacy}", grid_path, poses, setpoint=_commanded, skip_pose=5,
                          legacy=legacy, other_player=("PSM1", 5))
-        data = load_poses(bag)
+        data = _load_all(bag)
         assert data.dropped == 1, legacy
         assert np.allclose(data.q, expected.q) and np.allclose(data.tau, expected.tau), legacy
     old = _write_bag(tmp_path / "old", grid_path, poses, setpoint=_commanded, legacy=True)
-    assert np.allclose(load_poses(old).q, poses)  # a bag of before the per-arm topics still loads
+    assert np.allclose(_load_all(old).q, poses)  # a bag of before the per-arm topics still loads
 
 
 def test_stamp0_samples_and_a_not_ready_arm_are_not_data(tmp_path):
@@ -130,7 +135,7 @@ def test_stamp0_samples_and_a_not_ready_arm_are_not_data(tmp_path):
     grid_path = _grid(tmp_path)
     poses = _poses(grid_path)
     bag = _write_bag(tmp_path / "bag", grid_path, poses, setpoint=_commanded, invalid={1, 3}, samples=6)
-    data = load_poses(bag)
+    data = _load_all(bag)
     assert np.allclose(data.q, poses)  # a zero sample averaged in would pull the pose towards 0
     assert np.allclose(data.tau, [_commanded(i, q) for i, q in enumerate(poses)])
     assert data.invalid_samples == 2 * 2 * len(poses)  # two per pose, on measured_js and setpoint_js
@@ -138,12 +143,12 @@ def test_stamp0_samples_and_a_not_ready_arm_are_not_data(tmp_path):
     # pose 2: moving samples 10.19-10.21 s, sampling 10.22-10.27 s; the arm is in FAULT from 10.205 to 10.3 s
     fault = _write_bag(tmp_path / "fault", grid_path, poses, setpoint=_commanded, samples=6,
                        states=[(9.0, "ENABLED", True), (10.205, "FAULT", False), (10.3, "ENABLED", True)])
-    data = load_poses(fault, effort="measured")
+    data = _load_all(fault, effort="measured")
     assert data.dropped == 1 and np.allclose(data.q, np.delete(poses, 2, axis=0))
     assert data.not_ready_samples == 1 + 6 + 2 and data.invalid_samples == 0
-    assert load_poses(fault).not_ready_samples == 2 * 9  # measured_js and setpoint_js
+    assert _load_all(fault).not_ready_samples == 2 * 9  # measured_js and setpoint_js
     with pytest.raises(DataError, match="no /MTML/measured_js sample while /MTML/operating_state said"):
-        load_poses(_write_bag(tmp_path / "off", grid_path, poses, setpoint=_commanded,
+        _load_all(_write_bag(tmp_path / "off", grid_path, poses, setpoint=_commanded,
                               states=[(9.0, "DISABLED", False)]))
 
 
@@ -154,12 +159,12 @@ def test_bag_without_player_status_or_setpoint_is_refused(tmp_path):
     bag = write_joint_state_bag(tmp_path / "bag", {"/MTML/measured_js": (t, np.zeros((5, 7)), np.zeros((5, 7)),
                                                                          np.zeros((5, 7)))})
     with pytest.raises(DataError, match="not a pose-grid recording"):
-        load_poses(bag)
+        _load_all(bag)
     grid_path = _grid(tmp_path)
     old = _write_bag(tmp_path / "old", grid_path, _poses(grid_path))  # recorded without setpoint_js
     with pytest.raises(DataError, match=r"no /MTML/setpoint_js: the fit uses the commanded effort.*--effort measured"):
-        load_poses(old)
-    assert len(load_poses(old, effort="measured").q) == len(_poses(grid_path))
+        _load_all(old)
+    assert len(_load_all(old, effort="measured").q) == len(_poses(grid_path))
 
 
 def _mlse_grid(tmp_path):
@@ -216,3 +221,22 @@ def _grid_poses(grid_path, tau):
             for _ in s["poses"]]
     joint, direction, aux, sweep = (np.array(c) for c in zip(*rows, strict=True))
     return PoseData(_poses(grid_path), tau, joint, direction, aux, sweep)
+
+
+def test_every_sweeps_first_pose_reached_is_left_out_by_default(tmp_path):
+    """The arm reaches a sweep's first pose from the other direction (cable hysteresis in that motion's
+    state): the default trim (1, 0) leaves it out, as the simulated collection does."""
+    grid_path = _grid(tmp_path)
+    poses = _poses(grid_path)
+    bag = _write_bag(tmp_path / "bag", grid_path, poses, setpoint=_commanded)
+    data = load_poses(bag)
+    first = [0, 4, 8, 12]  # four sweeps of four poses
+    assert len(data.q) == len(poses) - 4
+    assert np.allclose(data.q, np.delete(poses, first, axis=0))
+    assert len(load_poses(bag, trim=(1, 1)).q) == len(poses) - 8
+    # a first pose the player reached but got no samples at is still the one reached first: the second
+    # came from it, in the sweep's direction, and is kept
+    skipped = load_poses(_write_bag(tmp_path / "skip", grid_path, poses, setpoint=_commanded, skip_pose=4))
+    assert np.allclose(skipped.q, data.q)
+    with pytest.raises(DataError, match="negative"):
+        load_poses(bag, trim=(-1, 0))

@@ -121,8 +121,9 @@ def nodes_env(ros_env):
 
 
 def _small_grid(path: Path) -> Path:
-    """Every joint swept over a narrow range (3-5 poses a sweep, two auxiliary values): 60 poses, about 45 s
-    on the simulated arm; enough for first-order polynomials."""
+    """Every joint swept over a narrow range (3-5 poses a sweep, two auxiliary values): 68 poses, 48 kept
+    (each sweep's first is left out); about 25 s on the simulated arm at 3x real time; enough for
+    first-order polynomials."""
     from dvrk_ident_ros.excitation.grid import make_grid
 
     joints = {
@@ -134,8 +135,8 @@ def _small_grid(path: Path) -> Path:
             "auxiliary_range": [-10, 10], "auxiliary_step": 20},
         3: {"init": [28, 0, 0, 0, 90, 0, 0], "range": [-5, 5], "step": 5, "auxiliary": 2,
             "auxiliary_range": [0, 10], "auxiliary_step": 10},
-        2: {"init": [0, 0, 0, 0, 90, 0, 0], "range": [-5, 5], "step": 5, "repeat": 1},
-        1: {"init": [0, 0, 0, 0, 90, 0, 0], "range": [0, 10], "step": 5, "repeat": 1},
+        2: {"init": [0, 0, 0, 0, 90, 0, 0], "range": [-5, 5], "step": 2.5, "repeat": 1},
+        1: {"init": [0, 0, 0, 0, 90, 0, 0], "range": [0, 10], "step": 2.5, "repeat": 1},
     }
     grid = make_grid("MTML", {"settle_time": 0.2, "samples_per_pose": 5, "joints": joints,
                               "coupling": {"joints": [2, 3], "lower": -11, "upper": 25}})
@@ -164,7 +165,7 @@ def test_gc_calibration_on_the_simulated_mtml(tmp_path: Path, nodes_env):
     grid = _small_grid(tmp_path / "small_grid.yaml")
     nodes = launch_plan("gc_calibration", ["arm:=mtml", "serial:=1234", "sim:=True", f"grid_file:={grid}",
                                            f"output_directory:={out}", "hold_poses:=2", "hold_time:=1.0"],
-                        overrides={"simulated_arm": {"homing_time": 0.5},
+                        overrides={"simulated_arm": {"homing_time": 0.5, "real_time_factor": 3.0},
                                    "gc_calibration": {"orders": "1,1,1,1,1,1"}})
     start = time.monotonic()
     result = LaunchPlan("gc_calibration.launch.py", nodes, log_dir=tmp_path / "logs", env=nodes_env).run(timeout=240)

@@ -11,7 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 import numpy as np
-import scipy.signal
 
 from dvrk_ident_ros.data.dataset import Dataset
 from dvrk_ident_ros.errors import DataError
@@ -36,6 +35,8 @@ def lowpass(x: np.ndarray, fs: float, cutoff_hz: float, order: int, settle: bool
     (point reflection, which keeps the slope at the edge) so a smooth signal
     such as a joint trajectory keeps its slope and curvature up to the last sample.
     """
+    import scipy.signal  # here: half a second the nodes that never filter (simulated arm, player) do not pay
+
     if not 0 < cutoff_hz < fs / 2:
         raise DataError(f"filter cutoff {cutoff_hz} Hz must lie in (0, {fs / 2:g}) for data at {fs:g} Hz")
     sos = scipy.signal.butter(order, cutoff_hz, fs=fs, output="sos")

@@ -15,6 +15,12 @@ the effort the PID commands, which is what Lin 2019's MLSE procedure fits
 ``measured_js.effort`` (from the motor currents) instead. Samples with
 header.stamp 0 and samples while the arm was not ready are never data
 (:mod:`dvrk_ident_ros.data.bags`); their counts are kept in the PoseData.
+
+The first pose of every sweep is left out by default (``trim=(1, 0)``, as the
+simulated collection does, :mod:`dvrk_ident_ros.sim.experiments`): the arm
+reaches it from the previous sweep, with the cable's hysteresis still in that
+motion's state (the original tool drops the first two and the last pose of
+its own sweeps, :func:`dvrk_ident_ros.gc.data.load_cuhk`).
 """
 from __future__ import annotations
 
@@ -65,10 +71,14 @@ def _efforts(path: Path, arm_topic: str, measured: JointStates, effort: str) -> 
 
 
 def load_pose_bag(path: str | Path, std_filter: float = 0.3, grid_path: str | Path | None = None,
-                  effort: str = "setpoint") -> PoseData:
-    """Averaged poses of a pose-grid bag; ``effort``: "setpoint" (commanded, default) or "measured"."""
+                  effort: str = "setpoint", trim: tuple[int, int] = (1, 0)) -> PoseData:
+    """Averaged poses of a pose-grid bag; ``effort``: "setpoint" (commanded, default) or "measured";
+    ``trim``: poses of every sweep left out at its start and its end (of those the player reached: with a
+    pose stride, the first one played)."""
     if effort not in EFFORTS:
         raise DataError(f"effort {effort!r}: expected one of {', '.join(EFFORTS)}")
+    if min(trim) < 0:
+        raise DataError(f"trim {trim}: the poses left out at a sweep's start and end cannot be negative")
     path = Path(path)
     arm_topic = find_arm_topic(path)
     arm = arm_of_topic(arm_topic)
@@ -89,12 +99,17 @@ def load_pose_bag(path: str | Path, std_filter: float = 0.3, grid_path: str | Pa
     for (t0, phase, index, _, _, _), nxt in zip(status, [*status[1:], None], strict=True):
         if phase == PlayerPhase.SAMPLING:
             windows.setdefault(int(index), []).append((t0, nxt[0] if nxt is not None else np.inf))
+    played: dict[int, list[int]] = {}  # per sweep, its poses in the order the player reached them
+    for index in sorted(windows):
+        played.setdefault(int(np.searchsorted(offsets, index, side="right") - 1), []).append(index)
     qs, taus, joints, dirs, auxs, sweep_ids = [], [], [], [], [], []
     dropped = 0
     for index, spans in sorted(windows.items()):
         k = int(np.searchsorted(offsets, index, side="right") - 1)
         if not 0 <= k < len(sweeps):
             raise DataError(f"{path}: pose index {index} is not in the grid ({offsets[-1]} poses)")
+        if not trim[0] <= played[k].index(index) < len(played[k]) - trim[1]:
+            continue
         in_q, in_tau = _inside(measured.t, spans), _inside(efforts.t, spans)
         if not in_q.any() or not in_tau.any():
             dropped += 1
