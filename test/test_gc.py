@@ -135,6 +135,73 @@ def test_law_blend_uses_signed_velocity_and_clamps():
     assert all(abs(x) <= 1e-3 + 1e-15 for x in out) and any(clamped.saturated)
 
 
+def _travel_run(law, start, end, steps, speed):
+    """Move every joint from ``start`` to ``end`` in ``steps`` samples at ``speed`` (rad/s, signed per the
+    motion); returns the blend weights of each sample."""
+    out = []
+    for x in np.linspace(start, end, steps):
+        law.compute(x, np.sign(end - start) * speed)
+        out.append(list(law.alpha))
+    return np.array(out)
+
+
+def test_travel_blend_holds_the_branch_each_joint_arrived_on():
+    """At rest the travel blend gives the torques of the direction each joint last travelled (the branch a
+    pose-grid sweep measured), the mean before any travel, and turns continuously over its width."""
+    rng = np.random.default_rng(12)
+    theta_pos, theta_neg = _thetas(rng)
+    params = GcParameters("MTMR", "1", theta_pos, theta_neg, np.full(7, 10.0), np.full(7, -10.0))
+    law = CompensationLaw(params, blend="travel", blend_travel=0.02)
+    q = rng.uniform(-0.5, 0.5, 7)
+    tp, tn = torques(q[None], theta_pos)[0], torques(q[None], theta_neg)[0]
+    law.compute(q - 0.2, [0.0] * 7)
+    assert np.allclose(law.compute(q, [0.0] * 7), 0.5 * (tp + tn))  # no travel yet: the console's mean
+    law.compute(q - 0.2, [0.0] * 7)  # at rest (inside the dead band): a jump in position is no travel
+    alphas = _travel_run(law, q - 0.2, q, 201, 0.5)  # 0.2 rad up, 1 mrad a sample
+    assert np.allclose(law.compute(q, [0.0] * 7), tp, atol=1e-5)  # at rest: the positive branch (1 - e^-10)
+    assert np.allclose(law.compute(q, [0.003] * 7), tp, atol=1e-5)  # inside the dead band: held
+    # continuous: the weight moves at most 1 mrad / width a sample (the console's jumps with the velocity)
+    assert np.abs(np.diff(alphas, axis=0)).max() <= 0.001 / 0.02 + 1e-12
+    assert alphas[0].max() <= 0.5 + 0.05 + 1e-12
+    law.compute(q + 0.2, [0.0] * 7)
+    _travel_run(law, q + 0.2, q, 201, 0.5)
+    assert np.allclose(law.compute(q, [0.0] * 7), tn, atol=1e-5)
+    # the velocity blend (the console's) at rest after the same travel: the mean
+    console = CompensationLaw(params)
+    _travel_run(console, q - 0.2, q, 201, 0.5)
+    assert np.allclose(console.compute(q, [0.0] * 7), 0.5 * (tp + tn))
+
+
+def test_travel_blend_state_is_the_dahl_model_of_the_simulator():
+    """The law's direction state follows the same travel law as the simulator's Dahl hysteresis
+    (sim/hysteresis.py, an independent implementation) while the joints move beyond the dead band."""
+    from dvrk_ident_ros.sim.hysteresis import DahlHysteresis
+
+    rng = np.random.default_rng(13)
+    theta_pos, theta_neg = _thetas(rng)
+    theta_neg[:10] = theta_pos[:10]
+    params = GcParameters("MTMR", "1", theta_pos, theta_neg, np.full(7, 10.0), np.full(7, -10.0))
+    law = CompensationLaw(params, blend="travel", blend_travel=0.03)
+    dahl = DahlHysteresis(np.ones((7, 1)), 0.03)
+    x = np.zeros(7)
+    law.compute(x, [0.0] * 7)
+    for k in range(400):
+        dq = 0.004 * np.sin(0.05 * k + np.arange(7))  # back and forth, 0.004 rad a sample at most
+        x = x + dq
+        law.compute(x, dq / 0.001)  # 1 kHz: |v| up to 4 rad/s, beyond every dead band but near dq = 0
+        moving = np.abs(dq / 0.001) > params.deadband
+        dahl.update(np.where(moving, dq, 0.0))
+    assert np.allclose(2 * np.array(law.alpha) - 1, dahl.z, atol=1e-12)
+
+
+def test_an_unknown_blend_is_refused():
+    params = GcParameters("MTMR", "1", np.zeros(40), np.zeros(40), np.ones(7), -np.ones(7))
+    with pytest.raises(DataError, match="blend 'memory'"):
+        CompensationLaw(params, blend="memory")
+    with pytest.raises(DataError, match="blend_travel"):
+        CompensationLaw(params, blend="travel", blend_travel=0.0)
+
+
 def _v1_file(tmp_path, amplitude, theta_pos=None, theta_neg=None, version="1.0"):
     raw = {"ARM_NAME": "MTML", "SN": "1", "version": version, "GC_controller": {
         "gc_dynamic_params_pos": list(theta_pos) if theta_pos is not None else [0.0] * 40,

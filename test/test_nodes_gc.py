@@ -735,10 +735,14 @@ def test_stamp_0_mid_run_stops_at_once_resumes_when_ready_and_2_3_hand_over(ros_
         lab.wait_up(sim, gc)
         assert not lab.builtin_on(), "dVRK 2.3 starts with its own compensation off"
         assert lab.probe.spin_until(lambda: len(lab.servo_jf) > 60, 8.0, gc), output_of(gc)
+        # the take-over's False may leave before this probe is matched (the arm is ready when the node starts:
+        # seen once in ten runs, more often with a faster-starting simulated arm)
+        taken = [m.data for _, m in lab.builtin]
+        assert taken in ([False], []), taken
         lab.send("disable")
         disabled = time.monotonic()
         lab.wait_status(("DISABLED", False, False))
-        assert lab.probe.spin_until(lambda: [m.data for _, m in lab.builtin] == [False, False], 3.0, gc), \
+        assert lab.probe.spin_until(lambda: [m.data for _, m in lab.builtin] == [*taken, False], 3.0, gc), \
             output_of(gc)  # the stop: the hand-over
         lab.probe.spin_for(0.2)
         after = lab.answered_since(disabled)
@@ -747,7 +751,7 @@ def test_stamp_0_mid_run_stops_at_once_resumes_when_ready_and_2_3_hand_over(ros_
         assert not own, f"{len(own)} commands of the node's own (a fade) to a DISABLED arm"
         assert all(stamp_valid(m.header.stamp) for _, m in lab.servo_jf), "a command stamped 0: from a stamp-0 sample"
         assert len(after) <= 3, "commands after the disable (at most answers to valid samples in flight)"
-        assert [m.data for _, m in lab.builtin] == [False, False], "2.3: handed back off"
+        assert [m.data for _, m in lab.builtin] == [*taken, False], "2.3: handed back off"
         stopped = len(lab.servo_jf)
         lab.probe.spin_for(0.3)
         assert len(lab.servo_jf) == stopped, "servo_jf while the arm is DISABLED"
@@ -764,7 +768,7 @@ def test_stamp_0_mid_run_stops_at_once_resumes_when_ready_and_2_3_hand_over(ros_
     samples = {_stamp_key(m.header.stamp) for _, m in lab.measured}
     lab.close()
     assert all(_stamp_key(m.header.stamp) in samples for m in again), "resumed commands not answering the samples"
-    assert builtin == [False, False, False, False], builtin  # off, back off (stop), off (again), back off (exit)
+    assert builtin == [*taken, False, False, False], builtin  # off, back off (stop), off (again), back off (exit)
     assert len(_lines_with(gc_out, "stopped at once without another command")) == 1, gc_out
     assert len(_lines_with(gc_out, "MTML is DISABLED: power on and home it from the console")) <= 2, gc_out
     assert len(_lines_with(gc_out, "compensating MTML: ramp-in")) == 2, gc_out

@@ -44,13 +44,15 @@ class Compensation(Protocol):
         ...
 
 
-def load_compensation(path: str | Path, arm: str, torque_limit: Sequence[float] | None = None) -> Compensation:
+def load_compensation(path: str | Path, arm: str, torque_limit: Sequence[float] | None = None,
+                      blend: str = "velocity", blend_travel: float = 0.02) -> Compensation:
     """The compensation of a parameter file for ``arm`` (canonical, e.g. MTML): a dVRK gc JSON (MLSE, its own
     limits) or a dvrk_ident parameter file (an identified model), refused where the arm registry does not list
     that compensation for the arm.
 
     ``torque_limit`` (N m per dVRK joint) limits an identified model's compensation; None: the arm
     registry's ``compensation_torque_limit`` (:func:`~dvrk_ident_ros.gc.model_law.load_model_compensation`).
+    ``blend``, ``blend_travel``: how a gc file's two directions are blended (:mod:`dvrk_ident_ros.gc.law`).
     """
     if not path:
         raise DataError("parameter_file is empty: give a gc-<ARM>-<SN>.json or an identified parameter file")
@@ -62,7 +64,7 @@ def load_compensation(path: str | Path, arm: str, torque_limit: Sequence[float] 
             raise DataError(f"{path}: gc parameters of {params.arm}, this node drives {arm}")
         if CompensationLaw.kind.name not in spec.compensations:
             raise DataError(f"{path}: an MLSE gc file; the {spec.family} takes an identified model only")
-        return CompensationLaw(params)
+        return CompensationLaw(params, blend, blend_travel)
     if ModelCompensation.kind.name not in spec.compensations:
         raise DataError(f"{path}: an identified model; the {spec.family} takes a gc file only")
     limit = None if torque_limit is None else np.asarray(torque_limit, dtype=float)

@@ -128,7 +128,8 @@ class GravityCompensationNode(Node):
             resume_after=params["resume_after"])
         self.disable_builtin = bool(params["disable_builtin"])
         self.publish_diagnostics = bool(params["publish_diagnostics"])
-        self.law = load_compensation(self.parameter_file, self.arm)  # the core's factory (gc/compensation.py)
+        self.law = load_compensation(self.parameter_file, self.arm, blend=str(params["blend"]),
+                                     blend_travel=float(params["blend_travel"]))  # the core's factory
         self.model_kind = self.law.kind.reported_as
         self.torque_limit_scale = float(params["torque_limit_scale"])  # in (0, 1]: checked by the schema
         self.law.scale_limits(self.torque_limit_scale)

@@ -30,6 +30,12 @@ SCHEMA = NodeSchema("gravity_compensation", (
               "Scale of the per-joint torque limits (the gc file's, or the arm's for an identified model); at "
               "run time: the clamp of the next command", minimum=0.0, maximum=1.0, exclusive_minimum=True,
               runtime=True),
+    Parameter("blend", Kind.STRING, "velocity",
+              "How an MLSE gc file's two directions are blended: velocity (the dVRK console's law) or travel (the "
+              "branch each joint arrived on, held at rest: the cable's hysteresis)", choices=("velocity", "travel")),
+    Parameter("blend_travel", Kind.DOUBLE, 0.02,
+              "With blend travel: the joint travel over which the direction state turns from one branch to the "
+              "other", unit="rad", minimum=0.0, exclusive_minimum=True),
     Parameter("disable_builtin", Kind.BOOL, True,
               "Turn the dVRK's own compensation off before the first command and restore it as found"),
     Parameter("publish_diagnostics", Kind.BOOL, True,

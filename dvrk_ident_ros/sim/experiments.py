@@ -136,14 +136,23 @@ def tip_pose(arm: SimulatedArm, q_dvrk: np.ndarray) -> np.ndarray:
 
 def drift_test(arm: SimulatedArm, law, poses: np.ndarray, hold_time: float = 2.0, state_rate: float = 1000.0,
                settle: float = 1.0) -> DriftResult:
-    """Bring the arm to each pose (PID + the dVRK's own compensation), then hold it with ``law`` alone."""
+    """Bring the arm to each pose (PID + the dVRK's own compensation), then hold it with ``law`` alone.
+
+    The law sees every state sample of the approach too (its output unused), as the node does while the
+    hand moves the arm: a law with a state (the travel blend, gc/law.py) knows where the joints came from."""
     dt = 1.0 / state_rate
     steps_per_sample = max(1, round(dt / arm.dt))
     position, rotation = [], []
     for goal in poses:
         arm.use_gravity_compensation(True)
         duration = arm.move_jp(goal)
-        arm.advance(duration + settle)
+        t = 0.0
+        while t < duration + settle:
+            q, qd, _ = arm.measured()
+            law.compute(q, qd, 1.0)
+            for _ in range(steps_per_sample):
+                arm.step()
+            t += steps_per_sample * arm.dt
         arm.use_gravity_compensation(False)
         start = tip_pose(arm, arm.q)
         t = 0.0
