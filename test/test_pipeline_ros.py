@@ -32,7 +32,8 @@ def _collect(arm, trajectory, bag, logs, env, player):
     from dvrk_ident_ros.app.launcher import NodeProcess
 
     with NodeProcess("simulated_arm", {"arm": arm, "publish_clock": True, "real_time_factor": 1.0,
-                                       "publish_rate": 100.0}, log_dir=logs, env=env, name="sim"), \
+                                       "publish_rate": 100.0, "homing_time": 0.5}, log_dir=logs, env=env,
+                     name="sim"), \
             NodeProcess("recorder", {"arm": arm, "bag_path": str(bag), "use_sim_time": True, "expect_player": True},
                         log_dir=logs, env=env):
         play = NodeProcess("trajectory_player", {"arm": arm, "trajectory_file": str(trajectory), "autostart": True,
@@ -73,25 +74,6 @@ def test_psm_collect_and_identify(nodes_env, tmp_path: Path):
     assert max(r.relative_error) < 1.0, r.relative_error
 
 
-def test_mtm_pose_grid_recording(nodes_env, tmp_path: Path):
-    from dvrk_ident_ros.excitation.files import save_grid
-    from dvrk_ident_ros.gc.bags import load_pose_bag
-
-    poses = [[0.0, 0.0, 0.0, 0.0, 1.0, q6, 0.0] for q6 in (-0.2, 0.0, 0.2)]
-    grid = save_grid(tmp_path / "grid.yaml", {
-        "arm": "MTML", "coordinates": "dvrk", "units": "rad", "settle_time": 0.3, "samples_per_pose": 5,
-        "sweeps": [{"estimated_joint": 6, "auxiliary_joint": 5, "auxiliary_value": 1.0, "direction": "positive",
-                    "poses": poses},
-                   {"estimated_joint": 6, "auxiliary_joint": 5, "auxiliary_value": 1.0, "direction": "negative",
-                    "poses": poses[::-1]}]})
-    bag = tmp_path / "grid_bag"
-    _collect("MTML", grid, bag, tmp_path / "logs", nodes_env, {})
-    data = load_pose_bag(bag)
-    assert len(data.q) == 4  # each sweep's first pose left out (reached from the other direction)
-    assert np.allclose(np.sort(data.q[:, 5]), np.sort([p[5] for p in poses[1:] + poses[:-1]]), atol=0.02)
-    assert set(data.direction.tolist()) == {1, -1}
-
-
 def test_gravity_compensation_holds_the_simulated_mtm(nodes_env, tmp_path: Path):
     from dvrk_ident_ros.app.launcher import NodeProcess, wait_for
     from dvrk_ident_ros.nodes.clients import ArmClient
@@ -105,7 +87,7 @@ def test_gravity_compensation_holds_the_simulated_mtm(nodes_env, tmp_path: Path)
     goal = np.array([0.2, 0.3, 0.1, 0.0, 1.0, 0.1, 0.0])
     logs = tmp_path / "logs"
     with NodeProcess("simulated_arm", {"arm": "MTML", "publish_rate": 500.0, "publish_clock": True,
-                                       "real_time_factor": 1.0}, log_dir=logs, env=nodes_env,
+                                       "real_time_factor": 1.0, "homing_time": 0.5}, log_dir=logs, env=nodes_env,
                      name="sim"), ArmClient("MTML", "test_hold") as client:
         client.home(60.0)
         client.position(30.0)
