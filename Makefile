@@ -18,8 +18,8 @@ lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
 
-test: setup lint
-	$(PY) -m pytest test
+test: setup
+	@bash tools/test.sh
 
 colcon-check: setup
 	bash tools/colcon_check.sh
