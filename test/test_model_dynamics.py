@@ -28,12 +28,12 @@ def _states(rng, n, count=4):
 def test_regressor_matches_lagrangian_reference(model):
     rng = np.random.default_rng(1)
     ref = LagrangianReference(model.description)
-    for _ in range(2):
-        delta = rng.normal(0, 1, len(model.parameter_names))  # any parameters: the identity is linear
-        for q, qd, qdd in _states(rng, model.dof, 3):
-            ours = model.regressor(q, qd, qdd)[0] @ delta
-            theirs = ref.torques(q, qd, qdd, delta)
-            assert np.linalg.norm(ours - theirs) <= 1e-9 * np.linalg.norm(theirs)
+    # generic parameters: the identity is linear in them, so one random vector checks every column at once
+    delta = rng.normal(0, 1, len(model.parameter_names))
+    for q, qd, qdd in _states(rng, model.dof, 3):
+        ours = model.regressor(q, qd, qdd)[0] @ delta
+        theirs = ref.torques(q, qd, qdd, delta)
+        assert np.linalg.norm(ours - theirs) <= 1e-9 * np.linalg.norm(theirs)
 
 
 def test_gravity_is_the_gradient_of_the_potential(model):
