@@ -223,20 +223,23 @@ def _grid_poses(grid_path, tau):
     return PoseData(_poses(grid_path), tau, joint, direction, aux, sweep)
 
 
-def test_every_sweeps_first_pose_reached_is_left_out_by_default(tmp_path):
+def test_trim_leaves_out_every_sweeps_first_pose_reached(tmp_path):
     """The arm reaches a sweep's first pose from the other direction (cable hysteresis in that motion's
-    state): the default trim (1, 0) leaves it out, as the simulated collection does."""
+    state): trim (1, 0) leaves it out, as the simulated collection and gc_calibration do; the default keeps
+    every pose."""
     grid_path = _grid(tmp_path)
     poses = _poses(grid_path)
     bag = _write_bag(tmp_path / "bag", grid_path, poses, setpoint=_commanded)
-    data = load_poses(bag)
+    assert len(load_poses(bag).q) == len(poses)
+    data = load_poses(bag, trim=(1, 0))
     first = [0, 4, 8, 12]  # four sweeps of four poses
     assert len(data.q) == len(poses) - 4
     assert np.allclose(data.q, np.delete(poses, first, axis=0))
     assert len(load_poses(bag, trim=(1, 1)).q) == len(poses) - 8
     # a first pose the player reached but got no samples at is still the one reached first: the second
     # came from it, in the sweep's direction, and is kept
-    skipped = load_poses(_write_bag(tmp_path / "skip", grid_path, poses, setpoint=_commanded, skip_pose=4))
+    skipped = load_poses(_write_bag(tmp_path / "skip", grid_path, poses, setpoint=_commanded, skip_pose=4),
+                         trim=(1, 0))
     assert np.allclose(skipped.q, data.q)
     with pytest.raises(DataError, match="negative"):
         load_poses(bag, trim=(-1, 0))

@@ -86,8 +86,9 @@ def identification_job(arm: str, files: Sequence[str | Path], method: str, out: 
 
 def gc_fit_job(data_path: str | Path, arm: str | None, out: Path | None, *, serial: str = "unknown",
                method: str = "mlse", orders: dict[int, int] | str | None = None,
-               effort: str = "setpoint") -> JobOutcome:
-    """``effort``: a bag's commanded ("setpoint", Lin 2019's choice) or "measured" effort."""
+               effort: str = "setpoint", trim: tuple[int, int] | None = None) -> JobOutcome:
+    """``effort``: a bag's commanded ("setpoint", Lin 2019's choice) or "measured" effort; ``trim``: poses
+    left out at each sweep's start and end (None: the loader's default, gc/loaders.py)."""
     from dvrk_ident_ros.gc.crossval import select_orders
     from dvrk_ident_ros.gc.fits import FITS
     from dvrk_ident_ros.gc.loaders import load_poses
@@ -96,7 +97,7 @@ def gc_fit_job(data_path: str | Path, arm: str | None, out: Path | None, *, seri
 
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
-    data = load_poses(data_path, effort=effort)
+    data = load_poses(data_path, effort=effort, **({} if trim is None else {"trim": trim}))
     timings["load"] = time.perf_counter() - t0
     arm = (arm or "").upper() or next((s for s in SIDES if s in str(data.source).upper()), "")
     if arm not in SIDES:

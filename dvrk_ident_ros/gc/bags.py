@@ -16,11 +16,14 @@ the effort the PID commands, which is what Lin 2019's MLSE procedure fits
 header.stamp 0 and samples while the arm was not ready are never data
 (:mod:`dvrk_ident_ros.data.bags`); their counts are kept in the PoseData.
 
-The first pose of every sweep is left out by default (``trim=(1, 0)``, as the
-simulated collection does, :mod:`dvrk_ident_ros.sim.experiments`): the arm
-reaches it from the previous sweep, with the cable's hysteresis still in that
-motion's state (the original tool drops the first two and the last pose of
-its own sweeps, :func:`dvrk_ident_ros.gc.data.load_cuhk`).
+``trim=(1, 0)`` leaves out the first pose of every sweep, as the simulated
+collection does (:mod:`dvrk_ident_ros.sim.experiments`) and gc_calibration
+does with its own recording: the arm reaches it from the previous sweep, with
+the cable's hysteresis still in that motion's state (the original tool drops
+the first two and the last pose of its own sweeps,
+:func:`dvrk_ident_ros.gc.data.load_cuhk`). The default keeps every pose: a grid
+played with a large pose stride (the demo's every 10th pose) keeps too few
+poses per sweep without its first ones.
 """
 from __future__ import annotations
 
@@ -71,7 +74,7 @@ def _efforts(path: Path, arm_topic: str, measured: JointStates, effort: str) -> 
 
 
 def load_pose_bag(path: str | Path, std_filter: float = 0.3, grid_path: str | Path | None = None,
-                  effort: str = "setpoint", trim: tuple[int, int] = (1, 0)) -> PoseData:
+                  effort: str = "setpoint", trim: tuple[int, int] = (0, 0)) -> PoseData:
     """Averaged poses of a pose-grid bag; ``effort``: "setpoint" (commanded, default) or "measured";
     ``trim``: poses of every sweep left out at its start and its end (of those the player reached: with a
     pose stride, the first one played)."""

@@ -17,8 +17,8 @@ def load_poses(path: str | Path, effort: str = "setpoint", **kwargs) -> PoseData
 
     ``effort`` ("setpoint" or "measured") chooses a bag's effort topic; CUHK files hold only the
     commanded effort (``desired_effort``), so "measured" is refused for them; an .npz's tau is taken
-    as it is. ``trim`` (poses left out at each sweep's start and end) defaults to (1, 0) for a bag,
-    (2, 1) for a CUHK directory (the original tool's)."""
+    as it is. ``trim`` (poses left out at each sweep's start and end) defaults to (0, 0) for a bag
+    (gc_calibration passes (1, 0)), (2, 1) for a CUHK directory (the original tool's)."""
     if effort not in EFFORTS:
         raise DataError(f"effort {effort!r}: expected one of {', '.join(EFFORTS)}")
     path = Path(path)
