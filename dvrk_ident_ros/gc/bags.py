@@ -105,13 +105,15 @@ def load_pose_bag(path: str | Path, std_filter: float = 0.3, grid_path: str | Pa
     played: dict[int, list[int]] = {}  # per sweep, its poses in the order the player reached them
     for index in sorted(windows):
         played.setdefault(int(np.searchsorted(offsets, index, side="right") - 1), []).append(index)
+    rank = {index: (r, len(indices)) for indices in played.values() for r, index in enumerate(indices)}
     qs, taus, joints, dirs, auxs, sweep_ids = [], [], [], [], [], []
     dropped = 0
     for index, spans in sorted(windows.items()):
         k = int(np.searchsorted(offsets, index, side="right") - 1)
         if not 0 <= k < len(sweeps):
             raise DataError(f"{path}: pose index {index} is not in the grid ({offsets[-1]} poses)")
-        if not trim[0] <= played[k].index(index) < len(played[k]) - trim[1]:
+        position, reached = rank[index]
+        if not trim[0] <= position < reached - trim[1]:
             continue
         in_q, in_tau = _inside(measured.t, spans), _inside(efforts.t, spans)
         if not in_q.any() or not in_tau.any():

@@ -142,13 +142,16 @@ def identify(model: ArmModel, datasets: list[Dataset], method: str = "sdp",
                   "min_pseudo_inertia_eigenvalue": sdp.min_pseudo_inertia_eigenvalue,
                   "max_bound_violation": sdp.max_bound_violation, "null_space_tie_break": sdp.tie_break}
         t0 = time.perf_counter()
-        plausibility = _plausible(model, sdp.base, sdp.standard, prior)
+        prior_values = None if prior is None else prior_from_standard(
+            model, IdentificationResult.load(prior).standard or {})
+        prior_source = "geometry" if prior is None else str(prior)
+        plausibility = _plausible(model, sdp.base, sdp.standard, prior_values, prior_source)
         timings["plausible"] = time.perf_counter() - t0
         if plausibility["status"] == "optimal":
             standard = dict(zip(model.parameter_names, plausibility.pop("standard"), strict=True))
         t0 = time.perf_counter()
         region = fit_region(model, A, b, sdp.base, correlation)
-        plausibility["relaxed"] = _relaxed(model, reg, region, sdp.standard, prior)
+        plausibility["relaxed"] = _relaxed(model, reg, region, sdp.standard, prior_values)
         timings["plausible_relaxed"] = time.perf_counter() - t0
     predicted = reg.Hb @ base
     errors = relative_errors(reg.y, predicted)
@@ -163,13 +166,13 @@ def identify(model: ArmModel, datasets: list[Dataset], method: str = "sdp",
     )
 
 
-def _plausible(model: ArmModel, base: np.ndarray, standard: np.ndarray, prior: str | Path | None) -> dict:
+def _plausible(model: ArmModel, base: np.ndarray, standard: np.ndarray, prior: np.ndarray | None,
+               prior_source: str = "geometry") -> dict:
     """The second stage (identify/plausible.py) as the parameter file records it; a failure is recorded
-    (status "failed: ...") and leaves the SDP's own standard parameters; an unusable prior file is an error."""
-    values = None if prior is None else prior_from_standard(model, IdentificationResult.load(prior).standard or {})
+    (status "failed: ...") and leaves the SDP's own standard parameters. ``prior``: standard parameters
+    (None: the description's geometric prior)."""
     try:
-        result = choose_plausible(model, base, standard, values, start=standard,
-                                  prior_source="geometry" if prior is None else str(prior))
+        result = choose_plausible(model, base, standard, prior, start=standard, prior_source=prior_source)
     except SolverError as exc:
         return {"status": f"failed: {exc}", "fit_standard": dict(zip(model.parameter_names, standard.tolist(),
                                                                        strict=True))}
@@ -179,12 +182,11 @@ def _plausible(model: ArmModel, base: np.ndarray, standard: np.ndarray, prior: s
 
 
 def _relaxed(model: ArmModel, reg: Regression, region: FitRegion, standard: np.ndarray,
-             prior: str | Path | None) -> dict:
+             prior: np.ndarray | None) -> dict:
     """The standard parameters for simulators (identify/plausible.py, :func:`choose_within_fit`) with
     the training errors their base parameters give beside the fit's; a failure is recorded."""
-    values = None if prior is None else prior_from_standard(model, IdentificationResult.load(prior).standard or {})
     try:
-        result = choose_within_fit(model, region, standard, values)
+        result = choose_within_fit(model, region, standard, prior)
     except SolverError as exc:
         return {"status": f"failed: {exc}"}
     out = result.as_dict(model.parameter_names)

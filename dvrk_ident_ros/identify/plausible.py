@@ -53,9 +53,9 @@ from dvrk_ident_ros.model.arm_model import ArmModel
 from dvrk_ident_ros.model.physical import barycentric_from_physical, pseudo_inertia
 
 LINK_RADIUS = 0.1  # m: the prior's rods and spheres: broad (with 2-5 cm every COM offset the data need cost mass)
-DEFAULT_MASS = (0.05, 2.0)
+DEFAULT_MASS = (0.05, 2.0)  # kg: the mass range assumed for a link without bounds
 #: The prior's centre of mass stays this fraction of each COM range away from its bounds.
-PRIOR_COM_MARGIN = 0.25  # kg: the mass range assumed for a link without bounds
+PRIOR_COM_MARGIN = 0.25
 #: The largest change of a base parameter (relative to its kind, identify/compare.py) accepted as "kept".
 BASE_TOLERANCE = 1e-5
 #: A bound is reported active when the value is within this fraction of its range of it (0.1 %).
@@ -430,15 +430,16 @@ def choose_within_fit(model: ArmModel, region: FitRegion, start: np.ndarray, pri
     prior = geometric_prior(model) if prior is None else np.asarray(prior, dtype=float)
     start = np.asarray(start, dtype=float)
     _, delta, objective, _ = _divergence_problem(model, prior, start, free_other=True)
-    scale = 1.0 / np.sqrt(region.best) if region.best > 0 else 1.0
+    scale = 1.0 / np.sqrt(region.best)  # fit_region keeps best > 0
+    allowed = cp.Parameter()  # the scaled compressed residual allowed: one problem, re-solved down the ladder
+    problem = cp.Problem(cp.Minimize(objective), [*bound_constraints(model, delta),
+                                                  cp.sum_squares(scale * (region.RK @ delta - region.c)) <= allowed])
     ladder = [e for e in FIT_LADDER if e < region.limit] + [region.limit]
     tried: list[float] = []
     value = start
     for eps in ladder:
-        allowed = (1.0 + eps) - scale * scale * region.floor
-        constraints = [*bound_constraints(model, delta),
-                       cp.sum_squares(scale * (region.RK @ delta - region.c)) <= allowed]
-        _solve(cp.Problem(cp.Minimize(objective), constraints))
+        allowed.value = (1.0 + eps) - scale * scale * region.floor
+        _solve(problem)
         value = _checked_value(model, delta)
         tried.append(eps)
         if not any(active_bounds(model, value).values()):
