@@ -111,6 +111,19 @@ def test_pose_bag_loads_averaged_poses(tmp_path):
         _load_all(bag, effort="both")
 
 
+def test_pose_bag_gives_each_pose_the_state_its_cable_was_in(tmp_path):
+    """The direction state over the whole measured_js stream: a sweep's first pose, where the joint has not
+    moved since the last sweep's end, is still on the last sweep's branch; the next ones are on their own.
+    The fit weighs each pose by it (test_gc.py); ``travel=None`` leaves the sweep's direction alone."""
+    grid_path = _grid(tmp_path)
+    poses = _poses(grid_path)
+    data = _load_all(_write_bag(tmp_path / "bag", grid_path, poses, setpoint=_commanded))
+    expected = np.array([0, 1, 1, 1, 1, -1, -1, -1, -1, 1, 1, 1, 1, -1, -1, -1], dtype=float)  # joint 6's cable
+    assert np.allclose(data.branch, expected, atol=1e-6)  # 1/3 rad a step: e^(-16.7) of the turn left
+    assert list(data.direction) == [1] * 4 + [-1] * 4 + [1] * 4 + [-1] * 4
+    assert _load_all(tmp_path / "bag", travel=None).branch is None
+
+
 def test_only_the_player_of_the_bags_own_arm_cuts_it(tmp_path):
     """Another arm's player reports SAMPLING for pose 5 while the MTML moves to each pose, and the MTML never
     samples pose 5: on the other player's own per-arm topic, or on the global topic of older bags, its windows

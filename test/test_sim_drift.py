@@ -61,6 +61,11 @@ def test_collection_leaves_out_each_sweeps_first_pose_and_takes_the_time_estimat
     print(f"joint 6 holding torque: end of positive sweep {last_pos:.4f}, first negative {first_neg:.4f}, "
           f"second negative {second_neg:.4f} N m")
     assert abs(first_neg - last_pos) < 0.5 * abs(second_neg - last_pos)
+    # the direction state over the recorded motion says so (gc/travel.py): the fit weighs that pose by it
+    branch = full.branch[full.sweep == 1]
+    print(f"joint 6 direction state: first negative pose {branch[0]:+.2f}, second {branch[1]:+.2f}")
+    assert branch[0] > 0.5 and branch[1] < -0.9
+    assert np.allclose(full.with_travel(0.02).branch, full.branch)
 
 
 @pytest.mark.slow

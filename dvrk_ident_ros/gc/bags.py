@@ -24,6 +24,12 @@ the first two and the last pose of its own sweeps,
 :func:`dvrk_ident_ros.gc.data.load_cuhk`). The default keeps every pose: a grid
 played with a large pose stride (the demo's every 10th pose) keeps too few
 poses per sweep without its first ones.
+
+Each pose also gets the state its estimated joint's cable was in while it was
+sampled (``PoseData.branch``): the direction state of gc/travel.py run over the
+whole ``measured_js`` stream, moves included. A PID that overshoots and settles
+back leaves the cable partly turned; the fit weighs that pose's two branches
+by it (gc/mlse.py) instead of taking it for the whole branch of its sweep.
 """
 from __future__ import annotations
 
@@ -43,6 +49,7 @@ from dvrk_ident_ros.data.interfaces import PLAYER_STATUS, stamp_seconds
 from dvrk_ident_ros.errors import DataError
 from dvrk_ident_ros.excitation.files import load_grid
 from dvrk_ident_ros.gc.data import EFFORTS, PoseData, robust_mean
+from dvrk_ident_ros.gc.travel import DEFAULT_TRAVEL, Recording
 from dvrk_ident_ros.player_phase import PlayerPhase
 
 
@@ -74,10 +81,13 @@ def _efforts(path: Path, arm_topic: str, measured: JointStates, effort: str) -> 
 
 
 def load_pose_bag(path: str | Path, std_filter: float = 0.3, grid_path: str | Path | None = None,
-                  effort: str = "setpoint", trim: tuple[int, int] = (0, 0)) -> PoseData:
+                  effort: str = "setpoint", trim: tuple[int, int] = (0, 0),
+                  travel: float | None = DEFAULT_TRAVEL) -> PoseData:
     """Averaged poses of a pose-grid bag; ``effort``: "setpoint" (commanded, default) or "measured";
     ``trim``: poses of every sweep left out at its start and its end (of those the player reached: with a
-    pose stride, the first one played)."""
+    pose stride, the first one played); ``travel``: the width of the cable's direction state
+    (gc/travel.py) tracked over the whole ``measured_js`` stream: each pose's ``branch`` is its estimated
+    joint's mean state while sampled (None: no branch, the sweep's direction stands)."""
     if effort not in EFFORTS:
         raise DataError(f"effort {effort!r}: expected one of {', '.join(EFFORTS)}")
     if min(trim) < 0:
@@ -107,6 +117,7 @@ def load_pose_bag(path: str | Path, std_filter: float = 0.3, grid_path: str | Pa
         played.setdefault(int(np.searchsorted(offsets, index, side="right") - 1), []).append(index)
     rank = {index: (r, len(indices)) for indices in played.values() for r, index in enumerate(indices)}
     qs, taus, joints, dirs, auxs, sweep_ids = [], [], [], [], [], []
+    windows_kept: list[np.ndarray] = []
     dropped = 0
     for index, spans in sorted(windows.items()):
         k = int(np.searchsorted(offsets, index, side="right") - 1)
@@ -131,13 +142,17 @@ def load_pose_bag(path: str | Path, std_filter: float = 0.3, grid_path: str | Pa
         dirs.append(1 if sweep["direction"] == "positive" else -1)
         auxs.append(sweep["auxiliary_value"] if sweep["auxiliary_value"] is not None else np.nan)
         sweep_ids.append(k)
+        windows_kept.append(np.flatnonzero(in_q))
     if not qs:
         raise DataError(f"{path}: no sampling window with valid {arm_topic} and {effort_topic} samples")
     invalid = measured.invalid + (efforts.invalid if efforts is not measured else 0)
     not_ready += effort_not_ready
+    recording = Recording(measured.position[:, :7], tuple(windows_kept))
     return PoseData(np.array(qs), np.array(taus), np.array(joints), np.array(dirs), np.array(auxs),
                     np.array(sweep_ids), str(path), dropped, effort_topic=effort_topic, invalid_samples=invalid,
-                    not_ready_samples=not_ready, skipped=skipped_summary(invalid, not_ready))
+                    not_ready_samples=not_ready, skipped=skipped_summary(invalid, not_ready),
+                    branch=recording.branches(np.array(joints), travel) if travel is not None else None,
+                    recording=recording)
 
 
 def _inside(t: np.ndarray, spans: list[tuple[float, float]]) -> np.ndarray:

@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from dvrk_ident_ros.errors import DataError
+from dvrk_ident_ros.gc.travel import Recording
 
 
 @dataclass
@@ -44,10 +45,30 @@ class PoseData:
     invalid_samples: int = 0  # a bag's samples with header.stamp 0 (arm not ready), skipped
     not_ready_samples: int = 0  # a bag's samples while its operating_state said not ready, skipped
     skipped: str = ""  # both counts in words ('' when none)
+    #: per pose the direction state h of its estimated joint's cable while it was sampled (gc/travel.py),
+    #: where the recording has the motion between poses; None: the sweep's direction (+-1)
+    branch: np.ndarray | None = None
+    #: the positions the branches come from, for another width (gc/travel.py); None: no stream
+    recording: Recording | None = None
 
     def select(self, mask: np.ndarray) -> PoseData:
         return replace(self, q=self.q[mask], tau=self.tau[mask], joint=self.joint[mask],
-                       direction=self.direction[mask], auxiliary=self.auxiliary[mask], sweep=self.sweep[mask])
+                       direction=self.direction[mask], auxiliary=self.auxiliary[mask], sweep=self.sweep[mask],
+                       branch=None if self.branch is None else self.branch[mask],
+                       recording=None if self.recording is None else self.recording.select(mask))
+
+    def with_travel(self, width: float) -> PoseData:
+        """The same poses with the branches of a direction state of ``width`` (needs the recording)."""
+        if self.recording is None:
+            raise DataError(f"{self.source}: no recorded motion to compute the cable's direction state from")
+        return replace(self, branch=self.recording.branches(self.joint, width))
+
+    def positive_weight(self) -> np.ndarray:
+        """Per pose the weight (1 + h) / 2 of the positive direction's torques in what was measured: from the
+        recorded state h, else 1 on positive sweeps and 0 on negative ones."""
+        if self.branch is None:
+            return (self.direction > 0).astype(float)
+        return 0.5 * (1.0 + np.clip(self.branch, -1.0, 1.0))
 
     @property
     def joints_present(self) -> list[int]:

@@ -18,20 +18,18 @@ with the blend weight alpha of the file's version, as the dVRK console
   amplitudes of 2 to 10 rad/s; beyond +A this law keeps the evident intent.)
 
 ``blend="travel"`` (an option; the console's law is ``"velocity"``) replaces the
-velocity blend by a direction state that follows each joint's travel as the
-Dahl model of cable hysteresis does, and is held at rest:
+velocity blend by each joint's cable direction state h (gc/travel.py: Dahl's
+model of the hysteresis, driven by the joint's travel, held at rest):
 
-    h_i <- h_i + (sgn(dq_i) - h_i) min(1, |dq_i| / w)   while |qdot_i| > db_i,
     alpha_i = 0.5 + 0.5 h_i
 
-(dq_i: the joint's motion since the last sample, w: ``blend_travel``, the travel
-over which the cable's torque turns from one branch to the other). A pose-grid
-sweep measures, at rest, the torque of the branch the joint arrived on; the
-console's law uses the mean of both branches at rest (alpha = 0.5), which
-leaves half their difference unbalanced wherever the hand leaves the arm. The
-whole branch is used (the file's ratio r tunes the velocity blend's friction
-compensation, not the static torques the sweeps measured). The state starts at
-0 (the mean) and moves continuously: no torque step when the hand lets go.
+A pose-grid sweep measures, at rest, the torque of the branch the joint
+arrived on (the fit weighs each pose by its recorded state); the console's law uses
+the mean of both branches at rest (alpha = 0.5), which leaves half their
+difference unbalanced wherever the hand leaves the arm. The whole branch is
+used (the file's ratio r tunes the velocity blend's friction compensation, not
+the static torques the sweeps measured). The state starts at 0 (the mean) and
+moves continuously: no torque step when the hand lets go.
 
 The clamp comes before the scale (ramp-in, fade-out): at scale 0 every torque
 is exactly 0 N m, even where a file's lower limit is positive (MTM joints 2
@@ -46,6 +44,7 @@ from dvrk_ident_ros.errors import DataError
 from dvrk_ident_ros.estimators import compensation_kind
 from dvrk_ident_ros.gc.params import GcParameters
 from dvrk_ident_ros.gc.regressor import gravity_torques
+from dvrk_ident_ros.gc.travel import DEFAULT_TRAVEL, TravelState
 
 JOINTS = 7
 POLY_JOINTS = 6
@@ -59,17 +58,13 @@ class CompensationLaw:
 
     kind = compensation_kind("mlse")
 
-    def __init__(self, params: GcParameters, blend: str = "velocity", blend_travel: float = 0.02):
+    def __init__(self, params: GcParameters, blend: str = "velocity", blend_travel: float = DEFAULT_TRAVEL):
         if blend not in BLENDS:
             raise DataError(f"blend {blend!r}: expected one of {', '.join(BLENDS)}")
-        if not blend_travel > 0:
-            raise DataError(f"blend_travel {blend_travel}: the travel to turn the direction state must be > 0 rad")
         self.params = params
         self.blend = blend
         self._travel = blend == "travel"
-        self._inverse_travel = 1.0 / float(blend_travel)
-        self._state = [0.0] * JOINTS  # the travel blend's direction state h (0: the mean of both directions)
-        self._previous: list[float] | None = None
+        self._direction = TravelState(JOINTS, blend_travel)  # the travel blend's state h (0: the mean)
         self._pos = [float(x) for x in params.theta_pos]
         self._neg = [float(x) for x in params.theta_neg]
         self._shared_gravity = self._pos[:10] == self._neg[:10]
@@ -108,6 +103,8 @@ class CompensationLaw:
         ``self.saturated`` says which joints the clamp changed. Returns ``self.total`` (the same list
         every call).
         """
+        if self._travel:
+            self._direction.update(q)
         gravity_torques(q, self._pos, self.gravity, self._g)
         if not self._shared_gravity:
             gravity_torques(q, self._neg, self._gravity_neg, self._g)
@@ -124,7 +121,7 @@ class CompensationLaw:
                 pos = neg = 0.0
             v = qdot[i]
             if self._travel:
-                a = self._travel_alpha(i, q[i], v)
+                a = 0.5 + 0.5 * self._direction.state[i]
             elif self._sine:
                 amplitude = self._amplitude[i]
                 a = (1.0 if v >= amplitude else 0.0 if v <= -amplitude
@@ -146,19 +143,4 @@ class CompensationLaw:
             self.gravity[i] = grav
             self.saturated[i] = clipped != tau
             self.total[i] = scale * clipped
-        if self._travel:
-            if self._previous is None:
-                self._previous = [0.0] * JOINTS
-            for i in range(JOINTS):
-                self._previous[i] = float(q[i])
         return self.total
-
-    def _travel_alpha(self, i: int, x: float, v: float) -> float:
-        """The travel blend's weight for joint i at position x, velocity v (updates its state)."""
-        h = self._state[i]
-        if self._previous is not None and abs(v) > self._db[i]:
-            dq = x - self._previous[i]
-            step = abs(dq) * self._inverse_travel
-            h += (math.copysign(1.0, dq) - h) * (step if step < 1.0 else 1.0) if dq != 0.0 else 0.0
-            self._state[i] = h
-        return 0.5 + 0.5 * h

@@ -23,7 +23,8 @@ def load_poses(path: str | Path, effort: str = "setpoint", **kwargs) -> PoseData
         raise DataError(f"effort {effort!r}: expected one of {', '.join(EFFORTS)}")
     path = Path(path)
     if path.is_dir() and (path / "metadata.yaml").is_file():
-        return load_pose_bag(path, effort=effort, **{k: v for k, v in kwargs.items() if k in ("std_filter", "trim")})
+        options = {k: v for k, v in kwargs.items() if k in ("std_filter", "trim", "travel")}
+        return load_pose_bag(path, effort=effort, **options)
     if path.suffix == ".npz":
         try:
             with np.load(path) as z:

@@ -52,18 +52,21 @@ class GcFit:
         return out
 
     def predict(self, data: PoseData) -> np.ndarray:
-        """Torques (N x 7) at the poses, each with its sweep's direction."""
+        """Torques (N x 7) at the poses, each with its sweep's direction (blended by the recorded state, where
+        the data have it: :meth:`PoseData.positive_weight`)."""
+        a = data.positive_weight()
         Rg = gravity_regressor(data.q)
         R = Rg @ self.gravity
         if self.gravity_neg is not None:
-            R = np.where(data.direction[:, None] > 0, R, Rg @ self.gravity_neg)
+            R = a[:, None] * R + (1 - a[:, None]) * (Rg @ self.gravity_neg)
         for i in range(1, 7):
             powers = data.q[:, i - 1:i] ** np.arange(POLY_ORDER + 1)
-            R[:, i - 1] += np.where(data.direction > 0, powers @ self.poly_pos[i], powers @ self.poly_neg[i])
+            R[:, i - 1] += a * (powers @ self.poly_pos[i]) + (1 - a) * (powers @ self.poly_neg[i])
         return R
 
 
-def _check(data: PoseData, orders: dict[int, int]) -> None:
+def check_sweeps(data: PoseData, orders: dict[int, int]) -> None:
+    """Every joint 1-6 swept in both directions, and orders within the file's polynomial."""
     missing = [i for i in range(1, 7) if i not in data.joints_present]
     if missing:
         raise DataError(f"{data.source}: no sweep of joint(s) {missing}: MLSE needs every joint 1-6 "
@@ -76,13 +79,15 @@ def _check(data: PoseData, orders: dict[int, int]) -> None:
             raise SolverError(f"polynomial order {orders[i]} of joint {i} outside 0..{POLY_ORDER} (the gc format)")
 
 
-def _poly_columns(qi: np.ndarray, direction: np.ndarray, order: int) -> np.ndarray:
+def poly_columns(qi: np.ndarray, positive: np.ndarray, order: int) -> np.ndarray:
+    """[the positive direction's polynomial | the negative's], weighted by each pose's ``positive`` weight
+    (:meth:`PoseData.positive_weight`: 1 or 0 on a sweep's direction, or the recorded state's blend)."""
     powers = qi[:, None] ** np.arange(order + 1)
-    pos = powers * (direction > 0)[:, None]
-    return np.hstack([pos, powers * (direction < 0)[:, None]])
+    return np.hstack([powers * positive[:, None], powers * (1.0 - positive)[:, None]])
 
 
-def _pad(c: np.ndarray) -> np.ndarray:
+def pad_coefficients(c: np.ndarray) -> np.ndarray:
+    """Polynomial coefficients padded with zeros to the file's 5 per direction."""
     out = np.zeros(POLY_ORDER + 1)
     out[:len(c)] = c
     return out
@@ -90,17 +95,17 @@ def _pad(c: np.ndarray) -> np.ndarray:
 
 def fit_mlse(data: PoseData, orders: dict[int, int] | None = None) -> GcFit:
     orders = {**DEFAULT_ORDERS, **(orders or {})}
-    _check(data, orders)
+    check_sweeps(data, orders)
     new = new_gravity_columns()
     gravity = np.zeros(N_GRAVITY)
     known = np.zeros(N_GRAVITY, dtype=bool)
     poly_pos, poly_neg = {}, {}
     for i in range(6, 0, -1):
         sel = data.joint == i
-        q, tau, d = data.q[sel], data.tau[sel, i - 1], data.direction[sel]
+        q, tau, a = data.q[sel], data.tau[sel, i - 1], data.positive_weight()[sel]
         Rg = gravity_regressor(q)[:, i - 1, :]
         target = tau - Rg[:, known] @ gravity[known]
-        A = np.hstack([Rg[:, new[i]], _poly_columns(q[:, i - 1], d, orders[i])])
+        A = np.hstack([Rg[:, new[i]], poly_columns(q[:, i - 1], a, orders[i])])
         x, _, rank, _ = np.linalg.lstsq(A, target, rcond=None)
         if rank < A.shape[1]:
             raise SolverError(f"MLSE step for joint {i}: the sweeps do not excite its parameters "
@@ -109,23 +114,23 @@ def fit_mlse(data: PoseData, orders: dict[int, int] | None = None) -> GcFit:
         gravity[new[i]] = x[:k]
         known[new[i]] = True
         n = orders[i] + 1
-        poly_pos[i], poly_neg[i] = _pad(x[k:k + n]), _pad(x[k + n:k + 2 * n])
+        poly_pos[i], poly_neg[i] = pad_coefficients(x[k:k + n]), pad_coefficients(x[k + n:k + 2 * n])
     return GcFit(gravity, poly_pos, poly_neg, orders, "mlse")
 
 
 def fit_slse(data: PoseData, orders: dict[int, int] | None = None) -> GcFit:
     """All joints at once on all the data (eq. 15), for comparison."""
     orders = {**DEFAULT_ORDERS, **(orders or {})}
-    _check(data, orders)
+    check_sweeps(data, orders)
     blocks, targets = [], []
     n_poly = [orders[i] + 1 for i in range(1, 7)]
     offsets = np.cumsum([0, *[2 * n for n in n_poly]])
     Rg = gravity_regressor(data.q)
+    positive = data.positive_weight()
     for i in range(1, 7):
         A = np.zeros((len(data.q), N_GRAVITY + offsets[-1]))
         A[:, :N_GRAVITY] = Rg[:, i - 1, :]
-        A[:, N_GRAVITY + offsets[i - 1]:N_GRAVITY + offsets[i]] = _poly_columns(data.q[:, i - 1], data.direction,
-                                                                               orders[i])
+        A[:, N_GRAVITY + offsets[i - 1]:N_GRAVITY + offsets[i]] = poly_columns(data.q[:, i - 1], positive, orders[i])
         blocks.append(A)
         targets.append(data.tau[:, i - 1])
     x, *_ = np.linalg.lstsq(np.vstack(blocks), np.concatenate(targets), rcond=None)
@@ -133,7 +138,7 @@ def fit_slse(data: PoseData, orders: dict[int, int] | None = None) -> GcFit:
     for i in range(1, 7):
         seg = x[N_GRAVITY + offsets[i - 1]:N_GRAVITY + offsets[i]]
         n = orders[i] + 1
-        poly_pos[i], poly_neg[i] = _pad(seg[:n]), _pad(seg[n:])
+        poly_pos[i], poly_neg[i] = pad_coefficients(seg[:n]), pad_coefficients(seg[n:])
     return GcFit(x[:N_GRAVITY], poly_pos, poly_neg, orders, "slse")
 
 
@@ -145,7 +150,8 @@ def relative_errors(fit_or_thetas, data: PoseData, by_direction: bool = False) -
         from dvrk_ident_ros.gc.regressor import torques
 
         theta_pos, theta_neg = fit_or_thetas
-        pred = np.where(data.direction[:, None] > 0, torques(data.q, theta_pos), torques(data.q, theta_neg))
+        a = data.positive_weight()[:, None]
+        pred = a * torques(data.q, theta_pos) + (1 - a) * torques(data.q, theta_neg)
     out = {}
     for i in range(1, 7):
         sel = data.joint == i

@@ -33,7 +33,7 @@ import numpy as np
 
 from dvrk_ident_ros.errors import SolverError
 from dvrk_ident_ros.gc.data import PoseData
-from dvrk_ident_ros.gc.mlse import DEFAULT_ORDERS, GcFit, _check, _pad, new_gravity_columns
+from dvrk_ident_ros.gc.mlse import DEFAULT_ORDERS, GcFit, check_sweeps, new_gravity_columns, pad_coefficients
 from dvrk_ident_ros.gc.regressor import N_GRAVITY, POLY_ORDER, gravity_regressor
 from dvrk_ident_ros.gc.validation import held_out_folds
 
@@ -52,9 +52,10 @@ class Settings:
     cross_guard: bool = True  # also score the joint's torque at rest on the other joints' sweeps
 
 
-def _design(q_i: np.ndarray, d: np.ndarray, Rg_new: np.ndarray, order: int, split: bool) -> np.ndarray:
-    """[gravity (shared, or per direction) | polynomial of the positive | of the negative direction]."""
-    pos, neg = (d > 0)[:, None], (d < 0)[:, None]
+def _design(q_i: np.ndarray, positive: np.ndarray, Rg_new: np.ndarray, order: int, split: bool) -> np.ndarray:
+    """[gravity (shared, or per direction) | polynomial of the positive | of the negative direction], each
+    direction weighted by the pose's ``positive`` weight (:meth:`PoseData.positive_weight`)."""
+    pos, neg = positive[:, None], 1.0 - positive[:, None]
     grav = np.hstack([Rg_new * pos, Rg_new * neg]) if split else Rg_new
     powers = q_i[:, None] ** np.arange(order + 1)
     return np.hstack([grav, powers * pos, powers * neg])
@@ -125,7 +126,7 @@ def fit_regularised(data: PoseData, orders: dict[int, int] | None = None,
     ``orders`` given fixes those joints' orders (only lambda is then chosen for them)."""
     settings = settings or Settings()
     fixed = dict(orders or {})
-    _check(data, {**DEFAULT_ORDERS, **fixed})
+    check_sweeps(data, {**DEFAULT_ORDERS, **fixed})
     new = new_gravity_columns()
     Rg_all = gravity_regressor(data.q)
     inner = held_out_folds(data, settings.inner_folds, settings.far_fraction)
@@ -134,9 +135,9 @@ def fit_regularised(data: PoseData, orders: dict[int, int] | None = None,
     poly_pos, poly_neg, chosen, lambdas = {}, {}, {}, {}
     for i in range(6, 0, -1):
         sel = data.joint == i
-        q, d = data.q[sel], data.direction[sel]
+        q, d = data.q[sel], data.positive_weight()[sel]
         Rg = Rg_all[sel, i - 1, :]
-        known_torque = np.where(d > 0, Rg[:, known] @ g_pos[known], Rg[:, known] @ g_neg[known])
+        known_torque = d * (Rg[:, known] @ g_pos[known]) + (1 - d) * (Rg[:, known] @ g_neg[known])
         b = data.tau[sel, i - 1] - known_torque
         k = len(new[i])
         n_grav = 2 * k if settings.split_gravity else k
@@ -163,7 +164,8 @@ def fit_regularised(data: PoseData, orders: dict[int, int] | None = None,
         g_neg[new[i]] = x[k:2 * k] if settings.split_gravity else x[:k]
         known[new[i]] = True
         n = order + 1
-        poly_pos[i], poly_neg[i] = _pad(x[n_grav:n_grav + n]), _pad(x[n_grav + n:n_grav + 2 * n])
+        poly_pos[i] = pad_coefficients(x[n_grav:n_grav + n])
+        poly_neg[i] = pad_coefficients(x[n_grav + n:n_grav + 2 * n])
         chosen[i], lambdas[i] = order, lam
     return GcFit(g_pos, poly_pos, poly_neg, chosen, "rmlse",
                  gravity_neg=g_neg if settings.split_gravity else None, lambdas=lambdas)

@@ -27,14 +27,18 @@ import numpy as np
 
 from dvrk_ident_ros.excitation.playback import GridPlayback
 from dvrk_ident_ros.gc.data import PoseData, robust_mean
+from dvrk_ident_ros.gc.travel import DEFAULT_TRAVEL, Recording
 from dvrk_ident_ros.sim.arm import SimulatedArm
 
 
 def collect_pose_grid(arm: SimulatedArm, playback: GridPlayback, rate: float = 100.0, settle_timeout: float = 5.0,
-                      std_filter: float = 0.3, trim: tuple[int, int] = (1, 0)) -> PoseData:
+                      std_filter: float = 0.3, trim: tuple[int, int] = (1, 0),
+                      travel: float | None = DEFAULT_TRAVEL) -> PoseData:
     """Move-settle-sample through the grid's poses; per pose the robust mean of the samples (as the loaders).
 
-    ``trim``: poses left out at the start and the end of every sweep (played, not kept)."""
+    ``trim``: poses left out at the start and the end of every sweep (played, not kept). ``travel``: the
+    width of the direction state (gc/travel.py) tracked over every state sample (``rate``), as the bag
+    loader does: each pose's ``branch`` is its estimated joint's mean state while sampled (None: none)."""
     sweeps = playback.grid["sweeps"]
     offsets = np.cumsum([0] + [len(s["poses"]) for s in sweeps])
     qs, taus, joints, dirs, auxs, ids = [], [], [], [], [], []
@@ -45,17 +49,27 @@ def collect_pose_grid(arm: SimulatedArm, playback: GridPlayback, rate: float = 1
     for k in sweep_of:
         rank.append(seen.get(k, 0))
         seen[k] = rank[-1] + 1
+    stream: list[np.ndarray] = []  # every state sample's position, as a recorder logs them
+    windows: list[np.ndarray] = []
+
+    def advance() -> tuple[np.ndarray, np.ndarray]:
+        arm.advance(dt)
+        q, _, tau = arm.measured()
+        stream.append(q)
+        return q, tau
+
     for n, pose in enumerate(playback.poses):
         arm.move_jp(pose.q)
         waited = 0.0
         while (arm.busy or np.max(np.abs(arm.q - pose.q)) > playback.tolerance) and waited < settle_timeout:
-            arm.advance(dt)
+            advance()
             waited += dt
-        arm.advance(playback.settle_time)
+        for _ in range(round(playback.settle_time / dt)):
+            advance()
         samples_q, samples_tau = [], []
+        first = len(stream)
         for _ in range(playback.samples_per_pose):
-            arm.advance(dt)
-            q, _, tau = arm.measured()
+            q, tau = advance()
             samples_q.append(q)
             samples_tau.append(tau)
         k = sweep_of[n]
@@ -68,8 +82,11 @@ def collect_pose_grid(arm: SimulatedArm, playback: GridPlayback, rate: float = 1
         dirs.append(pose.direction)
         auxs.append(sweep["auxiliary_value"] if sweep.get("auxiliary_value") is not None else np.nan)
         ids.append(k)
+        windows.append(np.arange(first, len(stream)))
+    recording = Recording(np.array(stream), tuple(windows))
+    branch = recording.branches(np.array(joints), travel) if travel is not None else None
     return PoseData(np.array(qs), np.array(taus), np.array(joints), np.array(dirs), np.array(auxs), np.array(ids),
-                    "simulated arm")
+                    "simulated arm", branch=branch, recording=recording)
 
 
 def collection_time(arm: SimulatedArm, playback: GridPlayback, rate: float = 100.0) -> float:
