@@ -239,14 +239,18 @@ def test_travel_blend_state_follows_the_dahl_model_of_the_simulator():
 
 def test_travel_blend_counts_a_slow_approach_and_ignores_encoder_jitter():
     """A joint creeping in below the velocity dead band still turns the cable (the PID settling, a short
-    move of one joint); a joint at rest whose encoder toggles one count (the MTM wrist's 3 mrad) does not."""
+    move of one joint), also while the node only observes; a joint at rest whose encoder toggles one count
+    (the MTM wrist's 3 mrad) does not."""
     law = _dahl_check_law(0.02)
     count = 2.96e-3
     x = np.zeros(7)
     law.compute(x, [0.0] * 7)
-    for _ in range(8000):  # 80 mrad up at 10 mrad/s, quantised to the count, sampled at 1 kHz
+    for k in range(8000):  # 80 mrad up at 10 mrad/s, quantised to the count, sampled at 1 kHz
         x = x + 1e-5
-        law.compute(count * np.round(x / count), [0.01] * 7)
+        if k < 4000:  # the first half before the node's hand-over: observed, not commanded
+            law.observe(count * np.round(x / count))
+        else:
+            law.compute(count * np.round(x / count), [0.01] * 7)
     held = list(law.alpha)
     assert min(held) > 0.95  # turned to the positive branch, below every joint's dead band
     top = count * np.round(x / count)

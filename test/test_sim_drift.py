@@ -18,6 +18,9 @@ from dvrk_ident_ros.sim.experiments import (
 
 
 class Zero:
+    def observe(self, q):
+        pass
+
     def compute(self, q, qd, scale=1.0):
         return np.zeros(len(q))
 

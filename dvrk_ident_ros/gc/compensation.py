@@ -22,6 +22,7 @@ from dvrk_ident_ros.files import read_document
 from dvrk_ident_ros.gc.law import CompensationLaw
 from dvrk_ident_ros.gc.model_law import ModelCompensation, load_model_compensation
 from dvrk_ident_ros.gc.params import load_gc
+from dvrk_ident_ros.gc.travel import DEFAULT_TRAVEL
 
 
 @runtime_checkable
@@ -43,9 +44,14 @@ class Compensation(Protocol):
         """Tighten the torque limits by ``factor`` (0, 1]."""
         ...
 
+    def observe(self, q: Sequence[float]) -> None:
+        """A joint state that gets no command (before the hand-over): a compensation with a state (the
+        travel blend's cable direction) follows the arm's motion."""
+        ...
+
 
 def load_compensation(path: str | Path, arm: str, torque_limit: Sequence[float] | None = None,
-                      blend: str = "velocity", blend_travel: float = 0.02) -> Compensation:
+                      blend: str = "velocity", blend_travel: float = DEFAULT_TRAVEL) -> Compensation:
     """The compensation of a parameter file for ``arm`` (canonical, e.g. MTML): a dVRK gc JSON (MLSE, its own
     limits) or a dvrk_ident parameter file (an identified model), refused where the arm registry does not list
     that compensation for the arm.

@@ -96,6 +96,11 @@ class CompensationLaw:
         self._upper = [factor * x for x in self._upper]
         self._lower = [factor * x for x in self._lower]
 
+    def observe(self, q) -> None:
+        """A state sample that gets no command: the travel blend's direction state follows it."""
+        if self._travel:
+            self._direction.update(q)
+
     def compute(self, q, qdot, scale: float = 1.0) -> list[float]:
         """Torques (N m, dVRK joint space) for positions q and velocities qdot (7 each).
 

@@ -42,6 +42,9 @@ class ModelCompensation:
     def scale_limits(self, factor: float) -> None:
         self._limit = factor * self._limit
 
+    def observe(self, q) -> None:
+        """No state: nothing to follow."""
+
     def compute(self, q, qdot, scale: float = 1.0) -> list[float]:
         """Torques (N m, dVRK joint space) for the positions q (qdot unused: no friction term), clamped to the
         limits, then times ``scale`` (ramp-in, fade-out): 0 gives exactly 0 N m."""

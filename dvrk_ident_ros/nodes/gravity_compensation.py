@@ -235,6 +235,7 @@ class GravityCompensationNode(Node):
             scale = sup.on_state(arrival, stamp)
         else:  # off the control path: fading, stopped, waiting
             if not self._may_start(msg, arrival, stamp):
+                self.law.observe(q)  # the arm moves under someone else's control: the cable's state follows
                 return None
             scale = sup.command(arrival, stamp)
         self._q, self._q_in, self._qd, self._qd_in = q, self._q, qd, self._qd  # no copy, no allocation

@@ -143,6 +143,9 @@ class StaticTruth:
     def __init__(self, arm: SimulatedArm):
         self.arm = arm
 
+    def observe(self, q) -> None:
+        """No state."""
+
     def compute(self, q, qd, scale: float = 1.0) -> np.ndarray:
         return scale * self.arm.static_torque(self.arm.model.motor_from_dvrk(np.asarray(q, dtype=float)))
 
@@ -155,8 +158,8 @@ def drift_test(arm: SimulatedArm, law, poses: np.ndarray, hold_time: float = 2.0
                settle: float = 1.0) -> DriftResult:
     """Bring the arm to each pose (PID + the dVRK's own compensation), then hold it with ``law`` alone.
 
-    The law sees every state sample of the approach too (its output unused), as the node does while the
-    hand moves the arm: a law with a state (the travel blend, gc/law.py) knows where the joints came from."""
+    The law observes every state sample of the approach too, as the node does before its hand-over: a law
+    with a state (the travel blend, gc/law.py) knows where the joints came from."""
     dt = 1.0 / state_rate
     steps_per_sample = max(1, round(dt / arm.dt))
     position, rotation = [], []
@@ -165,8 +168,8 @@ def drift_test(arm: SimulatedArm, law, poses: np.ndarray, hold_time: float = 2.0
         duration = arm.move_jp(goal)
         t = 0.0
         while t < duration + settle:
-            q, qd, _ = arm.measured()
-            law.compute(q, qd, 1.0)
+            q, _, _ = arm.measured()
+            law.observe(q)
             for _ in range(steps_per_sample):
                 arm.step()
             t += steps_per_sample * arm.dt
