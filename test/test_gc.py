@@ -119,6 +119,14 @@ def test_fits_weigh_partly_turned_branches_by_the_recorded_state():
     gap, blind_gap = theta_pos[10:] - theta_neg[10:], blind.theta(+1)[10:] - blind.theta(-1)[10:]
     assert np.linalg.norm(blind_gap) < 0.9 * np.linalg.norm(gap)  # the branches pulled together
     assert np.allclose(data.select(data.joint == 3).branch, h[data.joint == 3])
+    # a direction left with too few positions of its own (a sparse grid): that joint by the sweep directions
+    h6 = np.where(data.joint == 6, 1.0, h)  # joint 6's cable never turned: no pose on its negative branch
+    sparse = replace(data, branch=h6)
+    fit = fit_mlse(sparse)
+    labelled = fit_mlse(replace(sparse, branch=np.where(data.joint == 6, data.direction, h6)))
+    assert np.allclose(fit.theta(+1), labelled.theta(+1)) and np.allclose(fit.theta(-1), labelled.theta(-1))
+    assert len(fit.notes) == 1 and fit.notes[0].startswith("joint 6: the recorded cable states leave a direction 0")
+    assert fit_regularised(sparse, None, Settings(lambdas=(0.0,))).notes[0].startswith("joint 6")
 
 
 def test_gc_file_round_trip_reproduces_predictions(tmp_path):

@@ -127,6 +127,8 @@ def gc_fit_job(data_path: str | Path, arm: str | None, out: Path | None, *, seri
         summary += f"; {data.skipped}"
     if data.dropped:
         summary += f"; {data.dropped} pose(s) with no finite sample were dropped"
+    if fit.notes:
+        summary += "; " + "; ".join(fit.notes)
     return JobOutcome(arm=arm, method=method, result_file=out, report_file=None,
                       joint_names=[f"joint{i}" for i in range(1, 7)], relative_error=per_joint,
                       parameter_names=[f"pos{k}" for k in range(40)] + [f"neg{k}" for k in range(40)],

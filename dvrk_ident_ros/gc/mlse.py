@@ -41,6 +41,7 @@ class GcFit:
     method: str
     gravity_neg: np.ndarray | None = None  # the negative direction's own 10 (None: ``gravity`` for both)
     lambdas: dict[int, float] | None = None  # per joint, the ridge weight of a regularised fit
+    notes: tuple[str, ...] = ()  # what the fit did other than asked (step_weights' fallbacks)
 
     def theta(self, direction: int) -> np.ndarray:
         """The 40-vector for one direction (+1 / -1)."""
@@ -86,6 +87,23 @@ def poly_columns(qi: np.ndarray, positive: np.ndarray, order: int) -> np.ndarray
     return np.hstack([powers * positive[:, None], powers * (1.0 - positive)[:, None]])
 
 
+def step_weights(data: PoseData, sel: np.ndarray, joint: int, order: int) -> tuple[np.ndarray, str]:
+    """The positive-direction weights of joint ``joint``'s poses ``sel``: the recorded cable states
+    (:meth:`PoseData.positive_weight`) where each direction keeps at least ``order`` + 1 distinct positions of the
+    joint (1 mrad apart) among the poses mostly on it; else the sweep directions, and a note saying so (a
+    sparse grid: each sweep's first pose, not moved since the last sweep, is on the other branch)."""
+    labels = (data.direction[sel] > 0).astype(float)
+    if data.branch is None:
+        return labels, ""
+    a = data.positive_weight()[sel]
+    qi = np.round(data.q[sel, joint - 1], 3)
+    distinct = min(len(np.unique(qi[a >= 0.5])), len(np.unique(qi[a <= 0.5])))
+    if distinct > order:
+        return a, ""
+    return labels, (f"joint {joint}: the recorded cable states leave a direction {distinct} distinct positions for "
+                    f"{order + 1} coefficients; fitted by the sweeps' directions")
+
+
 def pad_coefficients(c: np.ndarray) -> np.ndarray:
     """Polynomial coefficients padded with zeros to the file's 5 per direction."""
     out = np.zeros(POLY_ORDER + 1)
@@ -100,9 +118,12 @@ def fit_mlse(data: PoseData, orders: dict[int, int] | None = None) -> GcFit:
     gravity = np.zeros(N_GRAVITY)
     known = np.zeros(N_GRAVITY, dtype=bool)
     poly_pos, poly_neg = {}, {}
+    notes = []
     for i in range(6, 0, -1):
         sel = data.joint == i
-        q, tau, a = data.q[sel], data.tau[sel, i - 1], data.positive_weight()[sel]
+        a, note = step_weights(data, sel, i, orders[i])
+        notes += [note] if note else []
+        q, tau = data.q[sel], data.tau[sel, i - 1]
         Rg = gravity_regressor(q)[:, i - 1, :]
         target = tau - Rg[:, known] @ gravity[known]
         A = np.hstack([Rg[:, new[i]], poly_columns(q[:, i - 1], a, orders[i])])
@@ -115,7 +136,7 @@ def fit_mlse(data: PoseData, orders: dict[int, int] | None = None) -> GcFit:
         known[new[i]] = True
         n = orders[i] + 1
         poly_pos[i], poly_neg[i] = pad_coefficients(x[k:k + n]), pad_coefficients(x[k + n:k + 2 * n])
-    return GcFit(gravity, poly_pos, poly_neg, orders, "mlse")
+    return GcFit(gravity, poly_pos, poly_neg, orders, "mlse", notes=tuple(notes))
 
 
 def fit_slse(data: PoseData, orders: dict[int, int] | None = None) -> GcFit:

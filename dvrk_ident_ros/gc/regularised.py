@@ -33,7 +33,14 @@ import numpy as np
 
 from dvrk_ident_ros.errors import SolverError
 from dvrk_ident_ros.gc.data import PoseData
-from dvrk_ident_ros.gc.mlse import DEFAULT_ORDERS, GcFit, check_sweeps, new_gravity_columns, pad_coefficients
+from dvrk_ident_ros.gc.mlse import (
+    DEFAULT_ORDERS,
+    GcFit,
+    check_sweeps,
+    new_gravity_columns,
+    pad_coefficients,
+    step_weights,
+)
 from dvrk_ident_ros.gc.regressor import N_GRAVITY, POLY_ORDER, gravity_regressor
 from dvrk_ident_ros.gc.validation import held_out_folds
 
@@ -133,15 +140,18 @@ def fit_regularised(data: PoseData, orders: dict[int, int] | None = None,
     g_pos, g_neg = np.zeros(N_GRAVITY), np.zeros(N_GRAVITY)
     known = np.zeros(N_GRAVITY, dtype=bool)
     poly_pos, poly_neg, chosen, lambdas = {}, {}, {}, {}
+    notes: list[str] = []
     for i in range(6, 0, -1):
         sel = data.joint == i
-        q, d = data.q[sel], data.positive_weight()[sel]
+        candidates = (fixed[i],) if i in fixed else settings.orders
+        d, note = step_weights(data, sel, i, max(candidates))
+        notes += [note] if note else []
+        q = data.q[sel]
         Rg = Rg_all[sel, i - 1, :]
         known_torque = d * (Rg[:, known] @ g_pos[known]) + (1 - d) * (Rg[:, known] @ g_neg[known])
         b = data.tau[sel, i - 1] - known_torque
         k = len(new[i])
         n_grav = 2 * k if settings.split_gravity else k
-        candidates = (fixed[i],) if i in fixed else settings.orders
         A_of = {o: _design(q[:, i - 1], d, Rg[:, new[i]], o, settings.split_gravity) for o in candidates}
         usable = [f for f in inner if np.any(f.test[sel]) and not np.all(f.test[sel])]
         folds = [f.test[sel] for f in usable]
@@ -168,4 +178,4 @@ def fit_regularised(data: PoseData, orders: dict[int, int] | None = None,
         poly_neg[i] = pad_coefficients(x[n_grav + n:n_grav + 2 * n])
         chosen[i], lambdas[i] = order, lam
     return GcFit(g_pos, poly_pos, poly_neg, chosen, "rmlse",
-                 gravity_neg=g_neg if settings.split_gravity else None, lambdas=lambdas)
+                 gravity_neg=g_neg if settings.split_gravity else None, lambdas=lambdas, notes=tuple(notes))
