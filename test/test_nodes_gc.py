@@ -215,8 +215,9 @@ def test_ramp_in(ros_env, rclpy_context, tmp_path):
     h.close()
     first = min(k for k in range(count) if _stamp_key(_stamp(k)) in answers)
     assert first <= 3, f"the first {first} samples were not answered"
-    ks = range(first, count)
-    assert all(_stamp_key(_stamp(k)) in answers for k in ks), "a sample after the first answer was not answered"
+    # the node drops a sample it cannot take in time (a loaded machine): at most 3, as complete() allows
+    ks = [k for k in range(first, count) if _stamp_key(_stamp(k)) in answers]
+    assert len(ks) >= count - first - 3, f"{count - first - len(ks)} samples after the first answer not answered"
     scales = np.array([diagnostics[_stamp_key(_stamp(k))].ramp_scale for k in ks])
     states = [diagnostics[_stamp_key(_stamp(k))].state for k in ks]
     efforts = np.array([answers[_stamp_key(_stamp(k))][0].effort for k in ks])
@@ -225,7 +226,7 @@ def test_ramp_in(ros_env, rclpy_context, tmp_path):
     # rising with the stamps (1 s of stamps = 200 samples); a dip after a scheduling hiccup of this
     # process (watchdog fade-out for a few ms, then the ramp continues) stays small
     assert np.all(np.diff(scales) > -0.05), np.diff(scales).min()
-    nominal = np.minimum(1.0, np.arange(len(ks)) * STAMP_STEP * 1e-9 / 1.0)
+    nominal = np.minimum(1.0, (np.array(ks) - first) * STAMP_STEP * 1e-9 / 1.0)
     assert np.max(np.abs(scales - nominal)) < 0.1
     first_active = states.index(CompensationState.ACTIVE)
     assert set(states[:first_active]) == {CompensationState.RAMP_IN} and 180 <= first_active <= 230, first_active
