@@ -242,6 +242,45 @@ def test_ramp_in(ros_env, rclpy_context, tmp_path):
 
 
 @pytest.mark.ros
+def test_travel_blend_follows_the_arm_while_the_builtin_compensation_holds_it(ros_env, rclpy_context, tmp_path):
+    """blend:=travel. While the dVRK's own compensation is on again (teleoperation), the node commands nothing,
+    but its cable state follows the arm (the states carry no velocity: travel counts whatever the velocity);
+    when the node takes over again at rest, each joint gets the branch it arrived on: after 0.1 rad up and
+    0.05 rad back down, the negative one (blend weight ~0.08), where the console's law gives the mean (0.5)
+    and a node that had not followed would see one jump up (~0.96)."""
+    from std_msgs.msg import Bool
+
+    path, _ = _gc_file(tmp_path)
+    q0, still = np.array([0.1, 0.3, -0.2, 0.4, -0.3, 0.2, 0.0]), np.zeros(7)
+    h = _Harness(rclpy_context, "gc_test_travel", diagnostics=True, builtin_on=True)
+    turn = h.probe.node.create_publisher(Bool, BUILTIN, 10)
+    with running(_gc_node(path, "blend:=travel", "ramp_in_time:=0.0"), ros_env) as proc:
+        h.wait_ready(proc)
+        h.warm_up(proc, q0, still)
+        assert 0.49 < h.diagnostics[-1][1].blend_weight[0] < 0.51  # no travel yet: the mean
+        turn.publish(Bool(data=True))  # teleoperation turns the arm's own compensation on
+        assert h.probe.spin_until(lambda: h.builtin[-1][1].data, 5.0, proc), output_of(proc)
+        h.stream([_state(k, q0, still) for k in range(60)], rate=200.0)  # the node yields
+        commanded = len(h.servo_jf)
+        travel = np.concatenate([np.linspace(0.0, 0.1, 150), np.linspace(0.1, 0.05, 100)])
+        moved = [q0 + np.append(np.full(6, x), 0.0) for x in travel]
+        h.stream([_state(60 + k, q, still) for k, q in enumerate(moved)], rate=200.0)
+        assert len(h.servo_jf) == commanded, "commands while the dVRK's own compensation held the arm"
+        turn.publish(Bool(data=False))  # and off again: the node takes over
+        assert h.probe.spin_until(lambda: not h.builtin[-1][1].data, 5.0, proc), output_of(proc)
+        k = 310
+        while len(h.servo_jf) <= commanded + 5 and k < 750:
+            h.stream([_state(k, moved[-1], still)], rate=200.0)
+            k += 1
+        h.probe.spin_for(0.1)
+    diagnostics = h.diagnostics[-1][1]
+    h.close()
+    assert len(h.servo_jf) > commanded + 5, "the node did not take over again"
+    weights = np.array(diagnostics.blend_weight[:6])
+    assert np.all(weights < 0.15), weights  # 0.5 + 0.5 (-1 + 2 e^-2.5) = 0.08 (less the play's lag)
+
+
+@pytest.mark.ros
 def test_bad_samples_are_rejected_and_the_node_lives_on(ros_env, rclpy_context, tmp_path):
     path, _ = _gc_file(tmp_path)
     rng = np.random.default_rng(3)
