@@ -1,6 +1,7 @@
 """Gravity compensation of a dVRK arm from our own parameters.
 
     ros2 launch dvrk_ident gravity_compensation.launch.py arm:=MTML parameter_file:=gc-MTML-12345.json
+    ros2 launch dvrk_ident gravity_compensation.launch.py arm:=MTML parameter_file:=gc-MTML-12345.json blend:=travel
 
 ``parameter_file`` is required: a dVRK gc JSON or an identified-model JSON
 (relative to the working directory). The node turns the dVRK's built-in
@@ -35,6 +36,7 @@ def generate_launch_description():
             {
                 "arm": ParameterValue(arm, value_type=str),
                 "parameter_file": ParameterValue(LaunchConfiguration("parameter_file"), value_type=str),
+                "blend": ParameterValue(LaunchConfiguration("blend"), value_type=str),
             },
         ],
         output="screen",
@@ -48,6 +50,10 @@ def generate_launch_description():
         DeclareLaunchArgument(
             "parameter_file",
             description="gc-<ARM>-<serial>.json of the dVRK or an identified-model JSON (required)"),
+        DeclareLaunchArgument(
+            "blend", default_value="velocity",
+            description="a gc file's two directions: velocity (the dVRK console's law) or travel (each joint held "
+                        "with the branch its cable arrived on: README, the drift test)"),
         DeclareLaunchArgument(
             "use_sim_time", default_value="false",
             description="true: follow /clock (a simulated arm started with use_sim_time:=true)"),

@@ -143,6 +143,7 @@ def gravity_compensation_plan(values: dict[str, str]):
     values = {**values, **canonical_values(values, ("use_sim_time",), "arm")}
     arm = values["arm"]
     return [PlannedNode("gravity_compensation", {"arm": arm, "parameter_file": values["parameter_file"],
+                                                 "blend": values["blend"],
                                                  "use_sim_time": _is_true(values["use_sim_time"])},
                         name=f"gravity_compensation_{arm}", required=True)]
 
