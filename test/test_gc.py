@@ -127,6 +127,28 @@ def test_fits_weigh_partly_turned_branches_by_the_recorded_state():
     assert np.allclose(fit.theta(+1), labelled.theta(+1)) and np.allclose(fit.theta(-1), labelled.theta(-1))
     assert len(fit.notes) == 1 and fit.notes[0].startswith("joint 6: the recorded cable states leave a direction 0")
     assert fit_regularised(sparse, None, Settings(lambdas=(0.0,))).notes[0].startswith("joint 6")
+    six = sparse.joint == 6  # predicted (and scored) as fitted: joint 6's poses by their sweep's direction
+    assert fit.by_direction == (6,)
+    assert np.allclose(fit.predict(sparse)[six], fit.predict(replace(sparse, branch=None))[six])
+    assert not np.allclose(fit.predict(sparse)[~six], fit.predict(replace(sparse, branch=None))[~six])
+
+
+def test_held_out_scoring_of_weighted_poses():
+    """With recorded states, a fixed file is scored on the same blend a fit predicts, and the controller's
+    at-rest torque (the guard) is the mean of the two directions whatever the state."""
+    from dataclasses import replace
+
+    from dvrk_ident_ros.gc.validation import FixedFile, at_rest
+
+    rng = np.random.default_rng(22)
+    theta_pos, theta_neg = _thetas(rng)
+    plain = _synthetic(rng, theta_pos, theta_neg)
+    data = replace(plain, branch=plain.direction * rng.uniform(0.2, 1.0, len(plain.q)))
+    fit = fit_mlse(replace(data, tau=fit_mlse(plain).predict(data)))  # exact: theta_pos, theta_neg
+    assert np.allclose(FixedFile(theta_pos, theta_neg).predict(data), fit.predict(data), atol=1e-9)
+    mean = 0.5 * (torques(data.q, theta_pos) + torques(data.q, theta_neg))
+    assert np.allclose(at_rest(fit, data), mean, atol=1e-9)
+    assert np.allclose(at_rest(FixedFile(theta_pos, theta_neg), data), mean, atol=1e-9)
 
 
 def test_gc_file_round_trip_reproduces_predictions(tmp_path):
@@ -248,9 +270,9 @@ def test_travel_blend_state_follows_the_dahl_model_of_the_simulator():
 def test_travel_blend_counts_a_slow_approach_and_ignores_encoder_jitter():
     """A joint creeping in below the velocity dead band still turns the cable (the PID settling, a short
     move of one joint), also while the node only observes; a joint at rest whose encoder toggles one count
-    (the MTM wrist's 3 mrad) does not."""
+    (the MTM's: 0.03 mrad on joints 1-3, 3 mrad on the wrist, 6 mrad on the roll, above w / 4) does not."""
     law = _dahl_check_law(0.02)
-    count = 2.96e-3
+    count = np.array([2.48e-5, 3.15e-5, 2.63e-5, 1.49e-4, 2.96e-3, 2.96e-3, 5.92e-3])  # config/sim/mtm.yaml
     x = np.zeros(7)
     law.compute(x, [0.0] * 7)
     for k in range(8000):  # 80 mrad up at 10 mrad/s, quantised to the count, sampled at 1 kHz

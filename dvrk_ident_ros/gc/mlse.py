@@ -42,6 +42,7 @@ class GcFit:
     gravity_neg: np.ndarray | None = None  # the negative direction's own 10 (None: ``gravity`` for both)
     lambdas: dict[int, float] | None = None  # per joint, the ridge weight of a regularised fit
     notes: tuple[str, ...] = ()  # what the fit did other than asked (step_weights' fallbacks)
+    by_direction: tuple[int, ...] = ()  # joints fitted by the sweep directions although the data had states
 
     def theta(self, direction: int) -> np.ndarray:
         """The 40-vector for one direction (+1 / -1)."""
@@ -56,6 +57,9 @@ class GcFit:
         """Torques (N x 7) at the poses, each with its sweep's direction (blended by the recorded state, where
         the data have it: :meth:`PoseData.positive_weight`)."""
         a = data.positive_weight()
+        if self.by_direction:  # those joints' poses as they were fitted: by their sweep's direction
+            labelled = np.isin(data.joint, self.by_direction)
+            a = np.where(labelled, data.direction > 0, a)
         Rg = gravity_regressor(data.q)
         R = Rg @ self.gravity
         if self.gravity_neg is not None:
@@ -118,11 +122,13 @@ def fit_mlse(data: PoseData, orders: dict[int, int] | None = None) -> GcFit:
     gravity = np.zeros(N_GRAVITY)
     known = np.zeros(N_GRAVITY, dtype=bool)
     poly_pos, poly_neg = {}, {}
-    notes = []
+    notes, by_direction = [], []
     for i in range(6, 0, -1):
         sel = data.joint == i
         a, note = step_weights(data, sel, i, orders[i])
-        notes += [note] if note else []
+        if note:
+            notes.append(note)
+            by_direction.append(i)
         q, tau = data.q[sel], data.tau[sel, i - 1]
         Rg = gravity_regressor(q)[:, i - 1, :]
         target = tau - Rg[:, known] @ gravity[known]
@@ -136,7 +142,7 @@ def fit_mlse(data: PoseData, orders: dict[int, int] | None = None) -> GcFit:
         known[new[i]] = True
         n = orders[i] + 1
         poly_pos[i], poly_neg[i] = pad_coefficients(x[k:k + n]), pad_coefficients(x[k + n:k + 2 * n])
-    return GcFit(gravity, poly_pos, poly_neg, orders, "mlse", notes=tuple(notes))
+    return GcFit(gravity, poly_pos, poly_neg, orders, "mlse", notes=tuple(notes), by_direction=tuple(by_direction))
 
 
 def fit_slse(data: PoseData, orders: dict[int, int] | None = None) -> GcFit:

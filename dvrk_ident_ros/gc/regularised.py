@@ -141,11 +141,14 @@ def fit_regularised(data: PoseData, orders: dict[int, int] | None = None,
     known = np.zeros(N_GRAVITY, dtype=bool)
     poly_pos, poly_neg, chosen, lambdas = {}, {}, {}, {}
     notes: list[str] = []
+    by_direction: list[int] = []
     for i in range(6, 0, -1):
         sel = data.joint == i
         candidates = (fixed[i],) if i in fixed else settings.orders
         d, note = step_weights(data, sel, i, max(candidates))
-        notes += [note] if note else []
+        if note:
+            notes.append(note)
+            by_direction.append(i)
         q = data.q[sel]
         Rg = Rg_all[sel, i - 1, :]
         known_torque = d * (Rg[:, known] @ g_pos[known]) + (1 - d) * (Rg[:, known] @ g_neg[known])
@@ -178,4 +181,5 @@ def fit_regularised(data: PoseData, orders: dict[int, int] | None = None,
         poly_neg[i] = pad_coefficients(x[n_grav + n:n_grav + 2 * n])
         chosen[i], lambdas[i] = order, lam
     return GcFit(g_pos, poly_pos, poly_neg, chosen, "rmlse",
-                 gravity_neg=g_neg if settings.split_gravity else None, lambdas=lambdas, notes=tuple(notes))
+                 gravity_neg=g_neg if settings.split_gravity else None, lambdas=lambdas, notes=tuple(notes),
+                 by_direction=tuple(by_direction))

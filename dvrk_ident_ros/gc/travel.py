@@ -11,9 +11,10 @@ from one branch (-1) to the other (+1) exponentially in the travel,
 which the cable's torque turns from one branch to the other). The play keeps
 encoder jitter (one count back and forth) from turning the state: its
 half-width e_i is 1.25 x the joint's encoder count, learnt as the smallest
-position change seen below w / 4 (w / 8 until one is seen, at least w / 100).
-It delays a reversal by 2 e_i of travel: 0.06 mrad on the MTM's joints 1-3,
-7 mrad on its wrist pitch and yaw (3 mrad a count). The travel counts whatever
+position change seen below 10 mrad (w / 8 until one is seen, at least w / 100).
+It delays a reversal by 2 e_i of travel: 0.4 mrad on the MTM's joints 1-3 (the
+w / 100 floor at w = 0.02 rad), 7 mrad on its wrist pitch and yaw (3 mrad a
+count), 15 mrad on its roll (6 mrad). The width w should span several counts. The travel counts whatever
 the velocity: a slow final approach (a short move of one joint, the PID
 settling) turns the cable as a fast one does.
 
@@ -37,7 +38,7 @@ DEFAULT_TRAVEL = 0.02
 PLAY = 0.125  # the play's half-width before a count is learnt, as a fraction of the travel width
 PLAY_FLOOR = 0.01  # after: at least this fraction
 COUNT_MARGIN = 1.25  # the half-width in encoder counts
-COUNT_CEILING = 0.25  # no count is learnt from a change beyond this fraction of the travel width (a jump)
+COUNT_CEILING = 0.01  # rad: no count is learnt from a larger change (a motion or a jump, not one count)
 
 
 class TravelState:
@@ -67,7 +68,7 @@ class TravelState:
             x = float(q[i])
             change = abs(x - self._last[i])
             self._last[i] = x
-            if 0.0 < change < self._count[i] and change < COUNT_CEILING * width:
+            if 0.0 < change < self._count[i] and change < COUNT_CEILING:
                 self._count[i] = change
                 self._half_width[i] = max(PLAY_FLOOR * width, COUNT_MARGIN * change)
             p, e = self._play[i], self._half_width[i]
@@ -99,6 +100,10 @@ class Recording:
     samples: tuple[np.ndarray, ...]  # per pose
 
     def select(self, mask: np.ndarray) -> Recording:
+        """The poses of a boolean ``mask`` over them."""
+        mask = np.asarray(mask)
+        if mask.dtype != bool or len(mask) != len(self.samples):
+            raise DataError(f"a Recording selects with a boolean mask over its {len(self.samples)} poses")
         return Recording(self.positions, tuple(s for s, keep in zip(self.samples, mask, strict=True) if keep))
 
     def branches(self, joints: np.ndarray, width: float = DEFAULT_TRAVEL) -> np.ndarray:

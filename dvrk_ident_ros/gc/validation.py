@@ -121,8 +121,8 @@ def _pooled(sq_err: np.ndarray, sq_tau: np.ndarray, joint: np.ndarray, mask: np.
 
 def at_rest(model: Model, data: PoseData) -> np.ndarray:
     """The torques a gc controller commands at rest (blend 0.5 of the two directions, gc/law.py)."""
-    return 0.5 * (model.predict(replace(data, direction=np.ones_like(data.direction)))
-                  + model.predict(replace(data, direction=-np.ones_like(data.direction))))
+    return 0.5 * (model.predict(replace(data, direction=np.ones_like(data.direction), branch=None))
+                  + model.predict(replace(data, direction=-np.ones_like(data.direction), branch=None)))
 
 
 def held_out_errors(fit: Callable[[PoseData], Model], data: PoseData, folds: list[Fold] | None = None) -> HeldOut:
@@ -169,7 +169,9 @@ class FixedFile:
     theta_neg: np.ndarray
 
     def predict(self, data: PoseData) -> np.ndarray:
-        return np.where(data.direction[:, None] > 0, torques(data.q, self.theta_pos), torques(data.q, self.theta_neg))
+        """Each pose's torques blended as measured (:meth:`PoseData.positive_weight`), as fits predict."""
+        a = data.positive_weight()[:, None]
+        return a * torques(data.q, self.theta_pos) + (1 - a) * torques(data.q, self.theta_neg)
 
     def fit(self, _train: PoseData) -> FixedFile:
         return self
