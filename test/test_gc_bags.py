@@ -224,6 +224,12 @@ def test_gc_fit_uses_the_commanded_effort_unless_told_otherwise(tmp_path, capsys
         if effort is None:
             assert np.allclose(params.theta_pos, theta_pos, atol=1e-8)
             assert np.allclose(params.theta_neg, theta_pos, atol=1e-8)
+            assert "poses weighted by their cable's recorded state (travel width 0.02 rad)" in printed
+    assert cli.main(["gc", "fit", "--data", str(bag), "--arm", "MTML", "--out", str(tmp_path / "d.json"),
+                     "--travel", "0"]) == 0
+    assert "recorded state" not in capsys.readouterr().out  # by the sweeps' directions
+    assert cli.main(["gc", "fit", "--data", str(bag), "--arm", "MTML", "--travel", "-1"]) == 2
+    assert "travel -1" in capsys.readouterr().err
 
 
 def _grid_poses(grid_path, tau):

@@ -16,6 +16,7 @@ import numpy as np
 
 from dvrk_ident_ros.errors import DataError, SolverError
 from dvrk_ident_ros.estimators import GRAVITY, estimator
+from dvrk_ident_ros.gc.travel import DEFAULT_TRAVEL
 
 
 @dataclass
@@ -86,9 +87,12 @@ def identification_job(arm: str, files: Sequence[str | Path], method: str, out: 
 
 def gc_fit_job(data_path: str | Path, arm: str | None, out: Path | None, *, serial: str = "unknown",
                method: str = "mlse", orders: dict[int, int] | str | None = None,
-               effort: str = "setpoint", trim: tuple[int, int] | None = None) -> JobOutcome:
+               effort: str = "setpoint", trim: tuple[int, int] | None = None,
+               travel: float = DEFAULT_TRAVEL) -> JobOutcome:
     """``effort``: a bag's commanded ("setpoint", Lin 2019's choice) or "measured" effort; ``trim``: poses
-    left out at each sweep's start and end (None: the loader's default, gc/loaders.py)."""
+    left out at each sweep's start and end (None: the loader's default, gc/loaders.py); ``travel``: the
+    width (rad) of the cable state a bag's poses are weighted by (gc/travel.py), 0: by their sweep's
+    direction."""
     from dvrk_ident_ros.gc.crossval import select_orders
     from dvrk_ident_ros.gc.fits import FITS
     from dvrk_ident_ros.gc.loaders import load_poses
@@ -97,7 +101,9 @@ def gc_fit_job(data_path: str | Path, arm: str | None, out: Path | None, *, seri
 
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
-    data = load_poses(data_path, effort=effort, **({} if trim is None else {"trim": trim}))
+    if not travel >= 0:
+        raise DataError(f"travel {travel}: the cable state's width must be >= 0 rad (0: sweep directions)")
+    data = load_poses(data_path, effort=effort, travel=travel or None, **({} if trim is None else {"trim": trim}))
     timings["load"] = time.perf_counter() - t0
     arm = (arm or "").upper() or next((s for s in SIDES if s in str(data.source).upper()), "")
     if arm not in SIDES:
@@ -127,6 +133,8 @@ def gc_fit_job(data_path: str | Path, arm: str | None, out: Path | None, *, seri
         summary += f"; {data.skipped}"
     if data.dropped:
         summary += f"; {data.dropped} pose(s) with no finite sample were dropped"
+    if data.branch is not None:
+        summary += f"; poses weighted by their cable's recorded state (travel width {travel:g} rad)"
     if fit.notes:
         summary += "; " + "; ".join(fit.notes)
     return JobOutcome(arm=arm, method=method, result_file=out, report_file=None,

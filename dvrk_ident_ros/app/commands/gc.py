@@ -14,6 +14,7 @@ from dvrk_ident_ros.gc.fits import FITS
 from dvrk_ident_ros.gc.loaders import load_poses
 from dvrk_ident_ros.gc.mlse import DEFAULT_ORDERS, relative_errors
 from dvrk_ident_ros.gc.params import load_gc
+from dvrk_ident_ros.gc.travel import DEFAULT_TRAVEL
 from dvrk_ident_ros.gc.validation import FixedFile, HeldOut, held_out_errors, held_out_folds
 
 
@@ -34,7 +35,7 @@ def _fit(args: argparse.Namespace) -> int:
     # no --orders: None, so that an estimator choosing its own orders (rmlse) does; MLSE takes Lin's
     orders = "auto" if args.orders == "auto" else _orders(args.orders) if args.orders else None
     outcome = gc_fit_job(args.data, args.arm, args.out, serial=args.serial or "unknown", method=args.method,
-                         orders=orders, effort=args.effort)
+                         orders=orders, effort=args.effort, travel=args.travel)
     print(outcome.summary)
     print(f"written to {outcome.result_file}")
     return 0
@@ -106,6 +107,9 @@ def add_gc_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--method", choices=estimator_names(GRAVITY), default=DEFAULT_GRAVITY_ESTIMATOR,
                    help=method_help(GRAVITY))
     p.add_argument("--out", default=None, help="default gc-<ARM>-<SN>.json")
+    p.add_argument("--travel", type=float, default=DEFAULT_TRAVEL,
+                   help=f"a bag's poses weighted by their cable's recorded state of this width (rad, default "
+                        f"{DEFAULT_TRAVEL:g}; 0: by their sweep's direction, as the CUHK files are)")
     _add_effort(p)
     p.set_defaults(handler=_fit)
     p = gsub.add_parser("check", help="relative RMS error per joint and direction of a gc file on data, and the "
