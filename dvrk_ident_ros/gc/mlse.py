@@ -16,7 +16,7 @@ import numpy as np
 
 from dvrk_ident_ros.errors import DataError, SolverError
 from dvrk_ident_ros.gc.data import PoseData
-from dvrk_ident_ros.gc.regressor import N_GRAVITY, POLY_ORDER, gravity_regressor
+from dvrk_ident_ros.gc.regressor import N_GRAVITY, POLY_ORDER, gravity_regressor, torques
 
 DEFAULT_ORDERS = {1: 4, 2: 1, 3: 4, 4: 4, 5: 4, 6: 4}  # Lin 2019 section VI-A
 
@@ -68,6 +68,13 @@ class GcFit:
             powers = data.q[:, i - 1:i] ** np.arange(POLY_ORDER + 1)
             R[:, i - 1] += a * (powers @ self.poly_pos[i]) + (1 - a) * (powers @ self.poly_neg[i])
         return R
+
+
+def blended_torques(data: PoseData, theta_pos: np.ndarray, theta_neg: np.ndarray) -> np.ndarray:
+    """Torques (N x 7) of a file's two 40-vectors at the poses, each pose's directions blended as it was
+    measured (:meth:`PoseData.positive_weight`)."""
+    a = data.positive_weight()[:, None]
+    return a * torques(data.q, theta_pos) + (1 - a) * torques(data.q, theta_neg)
 
 
 def check_sweeps(data: PoseData, orders: dict[int, int]) -> None:
@@ -174,11 +181,7 @@ def relative_errors(fit_or_thetas, data: PoseData, by_direction: bool = False) -
     if isinstance(fit_or_thetas, GcFit):
         pred = fit_or_thetas.predict(data)
     else:
-        from dvrk_ident_ros.gc.regressor import torques
-
-        theta_pos, theta_neg = fit_or_thetas
-        a = data.positive_weight()[:, None]
-        pred = a * torques(data.q, theta_pos) + (1 - a) * torques(data.q, theta_neg)
+        pred = blended_torques(data, *fit_or_thetas)
     out = {}
     for i in range(1, 7):
         sel = data.joint == i

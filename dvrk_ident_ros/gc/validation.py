@@ -36,7 +36,7 @@ from typing import Protocol
 import numpy as np
 
 from dvrk_ident_ros.gc.data import PoseData
-from dvrk_ident_ros.gc.regressor import torques
+from dvrk_ident_ros.gc.mlse import blended_torques
 
 JOINTS = np.arange(1, 7)
 FAMILIES = ("sweeps", "far")
@@ -169,9 +169,8 @@ class FixedFile:
     theta_neg: np.ndarray
 
     def predict(self, data: PoseData) -> np.ndarray:
-        """Each pose's torques blended as measured (:meth:`PoseData.positive_weight`), as fits predict."""
-        a = data.positive_weight()[:, None]
-        return a * torques(data.q, self.theta_pos) + (1 - a) * torques(data.q, self.theta_neg)
+        """Each pose's torques blended as measured, as fits predict."""
+        return blended_torques(data, self.theta_pos, self.theta_neg)
 
     def fit(self, _train: PoseData) -> FixedFile:
         return self

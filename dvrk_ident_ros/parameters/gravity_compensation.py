@@ -7,6 +7,7 @@ The arm, the model file and the supervisor's timings are fixed once the node has
 """
 from __future__ import annotations
 
+from dvrk_ident_ros.gc.travel import DEFAULT_TRAVEL
 from dvrk_ident_ros.parameters.schema import Kind, NodeSchema, Parameter
 
 SCHEMA = NodeSchema("gravity_compensation", (
@@ -33,7 +34,7 @@ SCHEMA = NodeSchema("gravity_compensation", (
     Parameter("blend", Kind.STRING, "velocity",
               "How an MLSE gc file's two directions are blended: velocity (the dVRK console's law) or travel (the "
               "branch each joint arrived on, held at rest: the cable's hysteresis)", choices=("velocity", "travel")),
-    Parameter("blend_travel", Kind.DOUBLE, 0.02,
+    Parameter("blend_travel", Kind.DOUBLE, DEFAULT_TRAVEL,
               "With blend travel: the joint travel over which the direction state turns from one branch to the "
               "other", unit="rad", minimum=0.0, exclusive_minimum=True),
     Parameter("disable_builtin", Kind.BOOL, True,
