@@ -28,10 +28,10 @@ def nodes_env(ros_env):
     return env
 
 
-def _collect(arm, trajectory, bag, logs, env, player):
+def _collect(arm, trajectory, bag, logs, env, player, real_time_factor=1.0):
     from dvrk_ident_ros.app.launcher import NodeProcess
 
-    with NodeProcess("simulated_arm", {"arm": arm, "publish_clock": True, "real_time_factor": 1.0,
+    with NodeProcess("simulated_arm", {"arm": arm, "publish_clock": True, "real_time_factor": real_time_factor,
                                        "publish_rate": 100.0, "homing_time": 0.5}, log_dir=logs, env=env,
                      name="sim"), \
             NodeProcess("recorder", {"arm": arm, "bag_path": str(bag), "use_sim_time": True, "expect_player": True},
@@ -49,18 +49,25 @@ def _collect(arm, trajectory, bag, logs, env, player):
 def test_psm_collect_and_identify(nodes_env, tmp_path: Path):
     from dvrk_ident_ros.app.launcher import NodeProcess
     from dvrk_ident_ros.data.loaders import load_dataset
+    from dvrk_ident_ros.identify.pipeline import prepare
+    from dvrk_ident_ros.identify.problem import build_regression, relative_errors
+    from dvrk_ident_ros.identify.results import IdentificationResult
     from dvrk_ident_ros.model.arm_model import load_model
     from dvrk_ident_ros.model.description import config_directory
     from dvrk_ident_ros.nodes.clients import ArmClient
+    from dvrk_ident_ros.sim.config import load_sim_config
 
     bag = tmp_path / "psm_bag"
-    # as in the demo: streaming servo_jp in simulation depends on a shared machine keeping up (a starved player
-    # sends late setpoints while the simulated arm moves on); 0.03 rad here when idle, 0.15 seen in CI
+    # Streaming servo_jp in simulation depends on the machine keeping up: a starved player (or a late delivery)
+    # leaves the simulated PID a setpoint jump, its efforts saturate and the 100 Hz samples of them alias (on
+    # a loaded 2-core machine the simulator's own parameters were 30-100 % off on such a recording). At half
+    # real time the nodes have twice the slack; a faster ramp-in keeps the simulated time short.
     _collect("PSM1", config_directory() / "trajectories" / "psm_fourier.yaml", bag, tmp_path / "logs", nodes_env,
-             {"periods": 1, "stream_rate": 200.0, "tracking_error_limit": [0.3, 0.3, 0.04, 0.3, 0.3, 0.3, 0.3]})
+             {"periods": 1, "stream_rate": 200.0, "ramp_in_speed": 0.5,
+              "tracking_error_limit": [0.3, 0.3, 0.04, 0.3, 0.3, 0.3, 0.3]}, real_time_factor=0.5)
     model = load_model("psm")
     data = load_dataset(bag, "bag", joints=7, dvrk_from_motor=model.A)
-    assert data.t[-1] - data.t[0] > 5.0  # ramp + one 5.6 s period at 100 Hz
+    assert data.t[-1] - data.t[0] > 5.0  # one 5.6 s period at 100 Hz
     with NodeProcess("identification_service", {"output_directory": str(tmp_path)}, log_dir=tmp_path / "logs",
                      env=nodes_env), ArmClient("PSM1", "test_identify") as client:
         r = client.identify(arm="psm", method="sdp", data_files=[str(bag)], data_format="bag",
@@ -68,10 +75,20 @@ def test_psm_collect_and_identify(nodes_env, tmp_path: Path):
     assert r.success, r.message
     assert r.solver_status == "optimal"
     assert Path(r.result_file).is_file() and Path(r.report_file).is_file()
-    # the simulator's torques are the model's: on one short period (100 Hz, a shared CI machine) the fit of
-    # the strongly driven joints is still good, and no joint is off
-    assert max(r.relative_error[:2]) < 0.3, r.relative_error
-    assert max(r.relative_error) < 1.0, r.relative_error
+    # The yardstick, computed here apart from the service: the simulator's own parameters on the same
+    # recording, filtered as the service filters it. The recording carries the model (a joint, unit or
+    # stamp mix-up puts the strongly driven joints' error over 1), and the fit is as good as the truth on
+    # its own training data.
+    truth = IdentificationResult.load(load_sim_config("psm").parameter_file)
+    regression = build_regression(model, prepare(model, data))
+    truth_error = relative_errors(regression.y, regression.Hb @ np.asarray(truth.base_values))
+    print(f"training relative errors: identified {np.round(r.relative_error, 3)}, truth {np.round(truth_error, 3)}")
+    assert max(truth_error[:2]) < 0.6, truth_error
+    assert np.all(np.asarray(r.relative_error) < 1.25 * truth_error + 0.05), (r.relative_error, truth_error)
+    # on a recording as clean as an idle machine makes it (truth 0.04 / 0.08), the fit of the strongly
+    # driven joints is good (0.02 / 0.04 then)
+    if max(truth_error[:2]) < 0.15:
+        assert max(r.relative_error[:2]) < 0.3, r.relative_error
 
 
 def test_gravity_compensation_holds_the_simulated_mtm(nodes_env, tmp_path: Path):
