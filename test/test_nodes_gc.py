@@ -624,7 +624,7 @@ class _Lab:
         from crtk_msgs.msg import OperatingState, StringStamped
         from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
         from sensor_msgs.msg import JointState
-        from std_msgs.msg import Bool
+        from std_msgs.msg import Bool, Empty
 
         self.probe = Probe(rclpy_context, name)
         node = self.probe.node
@@ -632,6 +632,7 @@ class _Lab:
         self.builtin = self.probe.collect(Bool, BUILTIN)
         self.readings = self.probe.collect(JointState, GC_SETPOINT)
         self.measured = self.probe.collect(JointState, MEASURED)
+        self.holds = self.probe.collect(Empty, f"/{ARM}/hold")
         events = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=100, reliability=ReliabilityPolicy.RELIABLE,
                             durability=DurabilityPolicy.TRANSIENT_LOCAL)
         self.states = self.probe.collect(OperatingState, OPERATING_STATE, events)
@@ -741,6 +742,7 @@ def test_nothing_reaches_an_arm_until_it_is_ready_then_compensation_and_2_4_hand
         assert all(stamp_valid(m.header.stamp) for _, m in lab.servo_jf)
         lab.interrupt(gc)
         assert lab.builtin_on(), "dVRK 2.4: the node found its own compensation on and did not put it back on"
+        assert not lab.holds, "dVRK 2.4: the arm's own compensation carries it, no hold is due"
         assert not lab.faults(), "the arm faulted"
     gc_out, sim_out = output_of(gc), output_of(sim)
     lab_builtin = [m.data for _, m in lab.builtin]
@@ -800,9 +802,17 @@ def test_stamp_0_mid_run_stops_at_once_resumes_when_ready_and_2_3_hand_over(ros_
         ready = time.monotonic()
         assert len(lab.servo_jf) == stopped, "servo_jf before the arm was ready again"
         again = lab.ramped_in_again(ready, gc)  # (after resume_after, 1 s, of fresh state from the ready arm)
+        assert not lab.holds, "a hold at the stop: a command to a DISABLED arm"
         lab.interrupt(gc)
         assert not lab.builtin_on(), "dVRK 2.3: the node turned the arm's own compensation on"
         assert not lab.faults(), "the arm faulted"
+        # 2.3: nothing carries the arm after the exit's 0 N m but its own PID: the node sent hold, and the MTM
+        # stays where the fade left it (in effort mode at 0 N m it falls: 0.1 rad and more in this half second)
+        assert len(lab.holds) == 1, f"{len(lab.holds)} /{ARM}/hold at exit"
+        exited = np.array(lab.measured[-1][1].position)
+        lab.probe.spin_for(0.5)
+        moved = np.max(np.abs(np.array(lab.measured[-1][1].position) - exited))
+        assert moved < 0.01, f"the arm moved {moved:.3f} rad in the 0.5 s after the exit"
     gc_out = output_of(gc)
     builtin = [m.data for _, m in lab.builtin]
     samples = {_stamp_key(m.header.stamp) for _, m in lab.measured}

@@ -25,7 +25,11 @@ The arm's state (README.md, "On a real dVRK"; :mod:`dvrk_ident_ros.arm_state`):
   all-zero effort: off; :class:`~dvrk_ident_ros.gc.supervisor.BuiltinCompensation`):
   turned off before the first command, and the node commands only once that
   topic says it is off; handed back as it was found before the first take-over
-  (2.3: off stays off, 2.4: back on) at a hand-over and at exit. Someone else
+  (2.3: off stays off, 2.4: back on) at a hand-over and at exit. Where that
+  leaves the arm without the dVRK's own compensation (2.3's default, or an arm
+  whose flag cannot be read), the exit and an outage's hand-over also send
+  ``/<ARM>/hold``: the arm's own PID holds it where it is (an MTM left in
+  effort mode at 0 N m falls). Never at a stop for a not-ready arm. Someone else
   turning it on while the node commands (teleoperation does when it enables):
   the node sends one zero command and stops, says so once, leaves the flag
   alone (no fight, at exit too), and ramps in again once the topic says it is
@@ -73,7 +77,7 @@ import time
 from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
-from std_msgs.msg import Bool
+from std_msgs.msg import Bool, Empty
 
 from dvrk_ident.msg import GravityCompensationDiagnostics
 from dvrk_ident_ros.arm_state import OperatingStatus, stamp_is_valid
@@ -147,6 +151,7 @@ class GravityCompensationNode(Node):
         self.answered = 0
         self.invalid = 0  # samples with stamp 0 (the arm's mark of invalid data)
         self.fade_commands = 0  # commands of the node's own (fades), not answers to a sample
+        self.holds_sent = 0  # /<ARM>/hold at a hand-over the dVRK's own compensation does not carry
         self._waiting = ""  # what the node waits for, as last logged ("" while commanding)
         self._idle_expected = False  # the node waits on purpose (the arm not ready, teleoperation has it)
         self._ready_since: float | None = None  # first valid sample while ready and stopped (monotonic s)
@@ -162,6 +167,7 @@ class GravityCompensationNode(Node):
         self._builtin_topic = f"/{self.arm}/gravity_compensation/setpoint_js"
         self._servo_jf = self.create_publisher(JointState, f"/{self.arm}/servo_jf", STATE_QOS)
         self._builtin = self.create_publisher(Bool, f"/{self.arm}/use_gravity_compensation", 10)
+        self._hold = self.create_publisher(Empty, f"/{self.arm}/hold", 10)
         self._diagnostics = self.create_publisher(GravityCompensationDiagnostics, "~/diagnostics", 10)
         self._report = DiagnosticsPublisher(self, f"dvrk_ident: gravity_compensation {self.arm}", self.arm)
         self._command = JointState()
@@ -438,20 +444,31 @@ class GravityCompensationNode(Node):
             self._builtin.publish(Bool(data=False))  # before the first command
             self._off_sent_at = now
 
-    def _hand_over(self, count: bool = True) -> str:
+    def _hand_over(self, count: bool = True, hold: bool = False) -> str:
         """Give the flag back as found (``count``: a hand-over while running, not the exit's); what became of
-        it, for the log."""
+        it, for the log. ``hold`` (the exit, an outage; never a not-ready arm): where the node had taken the arm
+        and the dVRK's own compensation does not carry it now (dVRK 2.3's default off, or a state the node
+        cannot read), ``/<ARM>/hold``: the arm's own PID holds it where it is, instead of leaving it in effort
+        mode at 0 N m, where an MTM falls."""
         owned = self.builtin.owned
+        reading = self.builtin.reading
         value = self.builtin.hand_over()
         if owned:
             self.supervisor.release(count)
         self._ready_since = None  # the wait for a fresh reading starts again with the next sample
         if value is None:
-            return "the dVRK's own compensation left as it is"
-        if self.disable_builtin:
-            self._builtin.publish(Bool(data=value))
-            self._handed_over_at = time.monotonic()
-        return f"the dVRK's own compensation back {'on' if value else 'off'} as found"
+            said = "the dVRK's own compensation left as it is"
+        else:
+            if self.disable_builtin:
+                self._builtin.publish(Bool(data=value))
+                self._handed_over_at = time.monotonic()
+            said = f"the dVRK's own compensation back {'on' if value else 'off'} as found"
+        carried = (value if self.disable_builtin else reading) is True
+        if hold and owned and not carried and self.monitor.ready:
+            self._hold.publish(Empty())
+            self.holds_sent += 1
+            said += f"; /{self.arm}/hold sent: the arm's own PID holds it where it is (not left at 0 N m)"
+        return said
 
     def _stop(self, reason: str) -> None:
         """Stop at once, no command; hand the flag back."""
@@ -487,7 +504,7 @@ class GravityCompensationNode(Node):
             stale = sup.stale_for(now) or 0.0
             self.get_logger().warning(
                 f"/{self.arm}/measured_js stale for {stale:.2f} s (handover_after {sup.settings.handover_after:g} s): "
-                f"{self._hand_over()}; taking the arm again once its state has been fresh for resume_after "
+                f"{self._hand_over(hold=True)}; taking the arm again once its state has been fresh for resume_after "
                 f"{sup.settings.resume_after:g} s")
             self._waiting = f"/{self.arm}/measured_js stale: handed back to the dVRK's own compensation"
             self._idle_expected = False
@@ -568,7 +585,7 @@ class GravityCompensationNode(Node):
             faded = self._fade_out_at_exit(start)
         elif self.builtin.owned and sup.holding:
             faded = "already at 0 N m; "
-        handed = self._hand_over(count=False)
+        handed = self._hand_over(count=False, hold=True)
         time.sleep(0.05)  # let the middleware deliver the hand-over before the context goes
         self.get_logger().info(
             f"exit: {faded}answered {self.answered} samples, rejected {self.rejected}, invalid (stamp 0) "
