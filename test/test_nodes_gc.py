@@ -78,7 +78,7 @@ class _Harness:
 
     def __init__(self, rclpy_context, name: str, diagnostics: bool = False, builtin_on: bool | None = True):
         from sensor_msgs.msg import JointState
-        from std_msgs.msg import Bool
+        from std_msgs.msg import Bool, Empty
 
         from dvrk_ident.msg import GravityCompensationDiagnostics
         from dvrk_ident_ros.nodes.common import EVENT_QOS, STATE_QOS, crtk_messages
@@ -93,6 +93,7 @@ class _Harness:
                             if builtin_on is not None else None)
         self.servo_jf = self.probe.collect(JointState, SERVO_JF)
         self.builtin = self.probe.collect(Bool, BUILTIN)
+        self.holds = self.probe.collect(Empty, f"/{ARM}/hold")
         self.diagnostics = self.probe.collect(GravityCompensationDiagnostics, DIAGNOSTICS) if diagnostics else None
 
     def wait_ready(self, proc) -> None:
@@ -382,12 +383,36 @@ def test_watchdog_a_late_sample_fades_and_resumes_an_outage_fades_and_hands_over
     assert len(fade) <= 1.3 * rate * duration + 3, f"{len(fade)} fade commands: faster than the state's rate"
     assert 0.9 * handover_after <= handed_over <= handover_after + 1.0, f"hand-over after {handed_over:.2f} s"
     assert [m.data for _, m in h.builtin] == [False, True]
+    assert not h.holds, "a hold at a hand-over to the dVRK's own compensation (found on: back on)"
     assert not after_stop, f"{len(after_stop)} servo_jf after the hand-over"
     assert len(_lines_with(out, "s (handover_after")) == 1, out  # the hand-over: one WARN, once
     assert 1 <= len(_lines_with(out, "measured_js late")) <= 4, out  # at most one a second
     last = diagnostics[-1]
     assert last.stale_events >= 2 and last.late_samples >= 1 and last.max_gap >= 0.14, last
     assert "hand-overs 1," in out and "stale events" in out, out
+
+
+@pytest.mark.ros
+def test_an_outage_with_the_builtin_compensation_found_off_hands_the_arm_to_its_hold(ros_env, rclpy_context,
+                                                                                     tmp_path):
+    """dVRK 2.3 (its own compensation off when the node took over): the state stopping for good fades to 0 N m,
+    hands the flag back off, then sends one /<ARM>/hold (the arm's own PID holds it), after the last command."""
+    path, _ = _gc_file(tmp_path)
+    q, qd = np.array([0.1, 0.3, -0.2, 0.4, -0.3, 0.2, 0.0]), np.zeros(7)
+    h = _Harness(rclpy_context, "gc_test_outage_2_3", builtin_on=False)
+    with running(_gc_node(path, "ramp_in_time:=0.0", "fade_out_time:=0.2", "handover_after:=0.4"), ros_env) as proc:
+        h.wait_ready(proc)
+        h.stream([_state(k, q, qd) for k in range(100)], rate=100.0)
+        assert h.probe.spin_until(lambda: h.holds, 5.0, proc), f"no hold after the outage:\n{output_of(proc)}"
+        h.probe.spin_for(0.3)
+        assert proc.poll() is None, output_of(proc)
+    out = output_of(proc)
+    builtin, holds, commands = [(t, m.data) for t, m in h.builtin], [t for t, _ in h.holds], h.servo_jf
+    h.close()
+    assert [value for _, value in builtin] == [False, False], builtin  # off at the take-over, back off as found
+    assert len(holds) == 1 and holds[0] >= commands[-1][0], "one hold, after the last servo_jf"
+    assert all(e == 0.0 for e in commands[-1][1].effort), "the last command before the hold is not 0 N m"
+    assert len(_lines_with(out, "/MTML/hold sent")) == 1, out
 
 
 @pytest.mark.ros
