@@ -144,6 +144,71 @@ def _small_grid(path: Path) -> Path:
     return path
 
 
+class _StandInClient:
+    """What ClientPort reads of an ArmClient: the operating state, the last valid state and its age; move_jp
+    moves the arm to the goal at once (when ``obeys``)."""
+
+    class Operating:
+        def __init__(self):
+            self.ready, self.why = True, ""
+
+        def reason(self) -> str:
+            return self.why
+
+    def __init__(self):
+        self.arm = "MTML"
+        self.operating = self.Operating()
+        self.q = np.zeros(7)
+        self.age: float | None = 0.01
+        self.sent: list[np.ndarray] = []
+        self.obeys = True
+
+    def state_age(self) -> float | None:
+        return self.age
+
+    def position(self) -> np.ndarray:
+        return self.q.copy()
+
+    def move_jp(self, goal: np.ndarray) -> None:
+        self.sent.append(goal.copy())
+        if self.obeys:
+            self.q = goal.copy()
+
+
+@pytest.mark.ros
+def test_the_hold_stage_moves_only_a_ready_arm_and_trusts_only_a_fresh_state(monkeypatch):
+    """ClientPort.reach (the hold stage's move_jp): a not-ready arm (FAULT, PAUSED, homing) or one without a
+    fresh valid state gets no move_jp and the job stops with the reason; a pose counts as reached only by a
+    fresh state."""
+    import dvrk_ident_ros.nodes.gc_calibration as node
+    from dvrk_ident_ros.app.gc_calibration import StepFailedError
+
+    monkeypatch.setattr(node, "READY_WAIT", 0.2)
+    goal = np.full(7, 0.1)
+    client = _StandInClient()
+    port = node.ClientPort(client)
+    assert port.reach(goal) and len(client.sent) == 1
+    client.operating.ready, client.operating.why = False, "MTML is in FAULT: clear it from the console"
+    with pytest.raises(StepFailedError, match=r"in FAULT.*no move_jp sent"):
+        port.reach(goal)
+    assert len(client.sent) == 1
+    client.operating.ready, client.operating.why = True, ""
+    client.age = 3.0  # stamp-0 samples only since (arm off or faulted, crtk_msgs absent), or the state stopped
+    with pytest.raises(StepFailedError, match=r"no valid /MTML/measured_js for 3\.0 s"):
+        port.reach(goal)
+    assert len(client.sent) == 1
+    # the arm at the goal by a stale state only: not reached (the move_jp goes out; the arm never answers)
+    client.age, client.obeys = 0.01, False
+    client.q = goal.copy()
+
+    def stale_after_send(q):
+        client.sent.append(q)
+        client.age = 1.0  # the state stopped after the command: a stale position is no proof
+
+    client.move_jp = stale_after_send
+    assert not port.reach(goal, attempts=1, timeout=0.3)
+
+
 @pytest.mark.ros
 def test_dvrk_ident_launch_refuses_a_psm_before_any_node_starts(tmp_path: Path, nodes_env):
     proc = subprocess.run([sys.executable, "-m", "dvrk_ident_ros.app.cli", "launch", "gc_calibration", "arm:=psm1",

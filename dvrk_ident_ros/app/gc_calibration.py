@@ -155,7 +155,7 @@ class ArmPort(Protocol):
 
     def wait_ready(self, timeout: float) -> None: ...  # DvrkIdentError with the reason when not ready
 
-    def reach(self, goal: np.ndarray) -> bool: ...  # move_jp until there
+    def reach(self, goal: np.ndarray) -> bool: ...  # move_jp until there (only to a ready arm: else StepFailedError)
 
     def begin_hold(self) -> None: ...  # forget the first servo_jf seen, record measured_js from now
 

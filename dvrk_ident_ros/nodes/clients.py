@@ -105,12 +105,17 @@ class ArmClient:
         return self.history[-1][0] if self.history else -math.inf
 
     def position(self, timeout: float = 10.0) -> np.ndarray:
+        """The last valid measured position (waits up to ``timeout`` s for the first)."""
         deadline = time.monotonic() + timeout
         while self.state is None:
             if time.monotonic() > deadline:
                 raise DvrkIdentError(f"no /{self.arm}/measured_js within {timeout:.0f} s")
             time.sleep(0.02)
         return self.state[1].copy()
+
+    def state_age(self) -> float | None:
+        """s since the last valid measured_js arrived (None before any; stamp-0 samples do not count)."""
+        return None if self.state is None else time.monotonic() - self.state[0]
 
     def move_jp(self, q: np.ndarray) -> None:
         self._move.publish(fill_joint_state(JointState(), self.node.get_clock().now().to_msg(), [], q))

@@ -12,7 +12,13 @@ import numpy as np
 import rclpy
 from rclpy.signals import SignalHandlerOptions
 
-from dvrk_ident_ros.app.gc_calibration import REFUSED, Calibration, CalibrationRefusedError, settings_from_parameters
+from dvrk_ident_ros.app.gc_calibration import (
+    REFUSED,
+    Calibration,
+    CalibrationRefusedError,
+    StepFailedError,
+    settings_from_parameters,
+)
 from dvrk_ident_ros.app.launcher import ros_environment, wait_for
 from dvrk_ident_ros.errors import DvrkIdentError
 from dvrk_ident_ros.node_help import node_help, wants_help
@@ -20,6 +26,9 @@ from dvrk_ident_ros.nodes.clients import ArmClient
 from dvrk_ident_ros.nodes.common import declare_parameters
 from dvrk_ident_ros.parameters.gc_calibration import SCHEMA
 from dvrk_ident_ros.player_phase import PlayerPhase
+
+STATE_FRESH = 0.5  # s: a valid measured_js older than this is no sign of a ready arm, nor of a reached pose
+READY_WAIT = 5.0  # s: a busy arm (its move ending) is waited for this long before the next move_jp
 
 
 class ClientPort:
@@ -37,13 +46,35 @@ class ClientPort:
         except DvrkIdentError as exc:
             raise DvrkIdentError(f"{exc}: {self.client.operating.reason()}") from exc
 
+    def commandable(self) -> str:
+        """Why no move_jp may be sent now ('' when it may): the arm not ENABLED, homed and idle, or no fresh
+        valid state (stamp-0 samples do not count: where crtk_msgs is absent they are the only sign)."""
+        operating = self.client.operating
+        if not operating.ready:
+            return operating.reason() or f"{self.client.arm} not ready"
+        age = self.client.state_age()
+        if age is None or age > STATE_FRESH:
+            return (f"no valid /{self.client.arm}/measured_js " + ("yet" if age is None else f"for {age:.1f} s")
+                    + " (the arm is off, not homed or faulted, or its state stopped)")
+        return ""
+
+    def _reached(self, goal: np.ndarray) -> bool:
+        age = self.client.state_age()
+        return age is not None and age <= STATE_FRESH and bool(np.max(np.abs(self.client.position() - goal)) < 0.01)
+
     def reach(self, goal: np.ndarray, attempts: int = 3, timeout: float = 15.0) -> bool:
-        """move_jp until every joint is within 0.01 rad (sent again: a late zero servo_jf of the previous
-        compensation can leave the arm in effort mode, as the dVRK would)."""
+        """move_jp until every joint is within 0.01 rad by a fresh state (sent again: a late zero servo_jf of
+        the previous compensation can leave the arm in effort mode, as the dVRK would). Each move_jp only
+        to a ready arm (a busy one is waited for up to ``READY_WAIT`` s); else StepFailedError, nothing sent."""
         for _ in range(attempts):
+            try:
+                wait_for(lambda: not self.commandable(), READY_WAIT, f"{self.client.arm} to be ready")
+            except DvrkIdentError:
+                raise StepFailedError(f"{self.client.arm} cannot be moved to the next pose: {self.commandable()}; "
+                                      "no move_jp sent") from None
             self.client.move_jp(goal)
             try:
-                wait_for(lambda: np.max(np.abs(self.client.position() - goal)) < 0.01, timeout, "the pose")
+                wait_for(lambda: self._reached(goal), timeout, "the pose")
                 return True
             except DvrkIdentError:
                 pass
