@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dvrk_ident_ros.app.launcher import NodeProcess, ros_environment
+from dvrk_ident_ros.app.launcher import NodeProcess, isolation_variables, ros_environment
 
 ARM = "MTML"
 RATE = 100.0  # Hz, the arm's state (the dVRK bridge's default, -p 0.01)
@@ -111,7 +111,7 @@ def run() -> bool:
     stale_periods = os.environ.get("DVRK_IDENT_BENCH_GC_OUTAGE_STALE_PERIODS")  # default: the node's
     parameters = {"arm": ARM} | ({"stale_periods": float(stale_periods)} if stale_periods else {})
     env = ros_environment(101)  # outside the tests' 1..100 (from their pid): no other arm on this domain
-    os.environ.update({k: env[k] for k in ("ROS_DOMAIN_ID", "ROS_AUTOMATIC_DISCOVERY_RANGE", "RMW_IMPLEMENTATION")})
+    os.environ.update(isolation_variables(env))
     print(f"  simulated {ARM}, wall clock, {RATE:g} Hz, dVRK 2.4 (built-in compensation on at start); "
           f"gravity_compensation with its defaults"
           + (f" but stale_periods {float(stale_periods):g}" if stale_periods else "")

@@ -27,7 +27,7 @@ import numpy as np
 
 from bench.latency_probe import probe
 from bench.timing import wakeup_latency
-from dvrk_ident_ros.app.launcher import NodeProcess, ros_environment
+from dvrk_ident_ros.app.launcher import NodeProcess, isolation_variables, ros_environment
 
 ARM = "MTML"
 
@@ -67,7 +67,7 @@ def latency() -> bool:
     duration = float(os.environ.get("DVRK_IDENT_BENCH_LATENCY_SECONDS", "60"))
     rounds = int(os.environ.get("DVRK_IDENT_BENCH_LATENCY_ROUNDS", "3"))
     env = ros_environment(78)
-    os.environ.update({k: env[k] for k in ("ROS_DOMAIN_ID", "ROS_AUTOMATIC_DISCOVERY_RANGE", "RMW_IMPLEMENTATION")})
+    os.environ.update(isolation_variables(env))
     pose = [0.1, 0.2, 0.1, 0.0, 0.3, 0.0, 0.0]
     with tempfile.TemporaryDirectory() as tmp:
         logs = Path(tmp)
@@ -116,7 +116,7 @@ def real_time_factor() -> bool:
     from dvrk_ident_ros.nodes.clients import ArmClient
 
     env = ros_environment(79)
-    os.environ.update({k: env[k] for k in ("ROS_DOMAIN_ID", "ROS_AUTOMATIC_DISCOVERY_RANGE", "RMW_IMPLEMENTATION")})
+    os.environ.update(isolation_variables(env))
     ok = True
     with tempfile.TemporaryDirectory() as tmp:
         for arm in ("MTML", "PSM1"):

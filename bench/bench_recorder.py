@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from dvrk_ident_ros.app.launcher import localhost_only
 from dvrk_ident_ros.data.bags import read_joint_states
 from dvrk_ident_ros.environment import ensure_ament_prefix_path
 
@@ -30,8 +31,9 @@ RATE = 1000.0
 def _environment() -> dict[str, str]:
     ensure_ament_prefix_path()
     env = dict(os.environ)
-    env.update(ROS_DOMAIN_ID="77", ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST", RMW_IMPLEMENTATION="rmw_fastrtps_cpp",
+    env.update(ROS_DOMAIN_ID="77", RMW_IMPLEMENTATION="rmw_fastrtps_cpp",
                PYTHONUNBUFFERED="1", PYTHONPATH=os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]))
+    localhost_only(env)
     return env
 
 

@@ -30,11 +30,16 @@ def ros_env(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     """Environment of this test and its subprocesses: own domain, localhost only."""
     if not _rclpy_available():
         pytest.skip("rclpy is not installed (run `make setup`)")
+    from dvrk_ident_ros.app.launcher import localhost_only
     from dvrk_ident_ros.environment import ensure_ament_prefix_path
 
     ensure_ament_prefix_path()
     monkeypatch.setenv("ROS_DOMAIN_ID", str(next_domain_id()))
-    monkeypatch.setenv("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+    isolated = dict(os.environ)
+    localhost_only(isolated)
+    for name in ("ROS_AUTOMATIC_DISCOVERY_RANGE", "ROS_LOCALHOST_ONLY"):
+        if name in isolated:
+            monkeypatch.setenv(name, isolated[name])
     monkeypatch.setenv("RMW_IMPLEMENTATION", "rmw_fastrtps_cpp")
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")]))
     monkeypatch.setenv("PYTHONUNBUFFERED", "1")

@@ -365,11 +365,26 @@ def test_player_cancel_mid_way(ros_env, rclpy_context, tmp_path):
         bench.probe.spin_for(0.3)
         assert len(bench.servo_jp) == sent_after, "the player kept streaming after the cancel"
         assert sim.poll() is None and player.poll() is None
+        # Ctrl-C while a goal plays: the goal ends aborted (the action protocol's canceled needs a cancel
+        # request), its result says canceled by the shutdown, and the node exits cleanly
+        feedback.clear()
+        handle = bench.send(path, feedback=feedback)
+        assert handle is not None
+        interrupted = handle.get_result_async()
+        assert bench.probe.spin_until(lambda: any(f.phase == PlayerPhase.PLAYING for f in feedback), 20.0)
+        player.send_signal(signal.SIGINT)
+        assert bench.probe.spin_until(lambda: interrupted.done() and player.poll() is not None, 10.0), \
+            output_of(player)
+        out = output_of(player)
     bench.close()
     assert len(cancel.result().goals_canceling) == 1
     assert (status, result.outcome) == (STATUS_CANCELED, PlayTrajectory.Result.OUTCOME_CANCELED), result.message
     assert result.commands_sent > 0 and result.duration < 6.0
     assert bench.status[-1][1].phase == PlayerPhase.ABORTED
+    shutdown = interrupted.result()
+    assert (shutdown.status, shutdown.result.outcome) == (STATUS_ABORTED, PlayTrajectory.Result.OUTCOME_CANCELED), \
+        shutdown.result.message
+    assert "Traceback" not in out and "RCLError" not in out and "invalid transition" not in out, out
 
 
 def _wall_sim(*params: str, arm: str = ARM) -> list[str]:

@@ -277,7 +277,7 @@ def _hold_stage(gc_file: Path, logs: Path, env: dict, poses: int, seed: int) -> 
 
 
 def run_demo(args: argparse.Namespace) -> int:
-    from dvrk_ident_ros.app.launcher import NodeProcess, ros_environment
+    from dvrk_ident_ros.app.launcher import NodeProcess, isolation_variables, ros_environment
     from dvrk_ident_ros.nodes.clients import ArmClient
 
     rng = np.random.default_rng(args.seed)
@@ -285,7 +285,7 @@ def run_demo(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     logs = out / "logs"
     env = ros_environment()
-    os.environ.update({k: env[k] for k in ("ROS_DOMAIN_ID", "ROS_AUTOMATIC_DISCOVERY_RANGE", "RMW_IMPLEMENTATION")})
+    os.environ.update(isolation_variables(env))
     start = time.perf_counter()
     print(f"dvrk_ident demo (nodes on ROS_DOMAIN_ID {env['ROS_DOMAIN_ID']}; logs in {logs}/)")
     for arm in ("mtm", "psm"):

@@ -146,12 +146,32 @@ def ros_environment(domain_id: int | None = None, *, isolated: bool = True) -> d
     env = dict(os.environ)
     if isolated:
         env["ROS_DOMAIN_ID"] = str(domain_id if domain_id is not None else 1 + os.getpid() % 100)
-        env.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+        localhost_only(env)
         env.setdefault("RMW_IMPLEMENTATION", "rmw_fastrtps_cpp")
     root = str(Path(__file__).resolve().parent.parent)
     env["PYTHONPATH"] = os.pathsep.join([root, env.get("PYTHONPATH", "")])
     env["PYTHONUNBUFFERED"] = "1"
     return env
+
+
+#: What an isolated run sets; :func:`isolation_variables` hands them to this process's own clients.
+ISOLATION_VARIABLES = ("ROS_DOMAIN_ID", "ROS_AUTOMATIC_DISCOVERY_RANGE", "ROS_LOCALHOST_ONLY", "RMW_IMPLEMENTATION")
+
+
+def localhost_only(env: dict[str, str]) -> None:
+    """Discovery on this machine only, unless ``env`` says otherwise: ``ROS_AUTOMATIC_DISCOVERY_RANGE`` (Iron
+    and later); Humble has only ``ROS_LOCALHOST_ONLY``, set there alone (later distributions warn that it is
+    deprecated)."""
+    from dvrk_ident_ros.data.recording import detect_ros_distro
+
+    env.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+    if detect_ros_distro(env) == "humble":
+        env.setdefault("ROS_LOCALHOST_ONLY", "1")
+
+
+def isolation_variables(env: dict[str, str]) -> dict[str, str]:
+    """The isolation of :func:`ros_environment`'s ``env``, for ``os.environ`` (this process's own clients)."""
+    return {k: env[k] for k in ISOLATION_VARIABLES if k in env}
 
 
 def wait_for(predicate, timeout: float, what: str, poll: float = 0.05) -> None:

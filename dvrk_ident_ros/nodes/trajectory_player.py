@@ -98,6 +98,7 @@ IDLE_RATE = 50.0  # Hz: the timer's rate while nothing moves (waiting for a goal
 STALL_PERIODS = 2.0  # a gap between ticks longer than this many periods is a stall: the trajectory is held
 STALL_WARN_EVERY = 5.0  # s: at most one stall warning in this time
 RATE_CHECK_TICKS = 100  # ticks after which a stream far slower than stream_rate is reported (once)
+RESULT_DELIVERY = 0.2  # s: spun after a shutdown ended a goal, so that its result reaches the client
 OTHER_CLOCK = 1.0  # s: a state stamp this far from the node's clock is on another clock: its arrival time is used
 #: The arm's state: only the newest sample matters to the player (a slow player skips, never queues, samples); best
 #: effort: a stalled player never holds back the arm's reliable publisher (Fast DDS then refuses its samples).
@@ -470,9 +471,9 @@ class TrajectoryPlayerNode(Node):
         if s.goal_handle is not None:
             if outcome == Result.OUTCOME_SUCCEEDED:
                 s.goal_handle.succeed()
-            elif outcome == Result.OUTCOME_CANCELED:
+            elif outcome == Result.OUTCOME_CANCELED and s.goal_handle.is_cancel_requested:
                 s.goal_handle.canceled()
-            else:
+            else:  # the action protocol ends a goal nobody asked to cancel (a shutdown) as aborted
                 s.goal_handle.abort()
         s.future.set_result(result)
         if self.autostart:  # 2: refused before any motion (as for a bad configuration); 1: aborted
@@ -571,8 +572,11 @@ class TrajectoryPlayerNode(Node):
                 hint = (": under /clock the player ticks at most as often as /clock advances (the simulator's "
                         "clock_rate must be at least stream_rate)") if self.get_parameter("use_sim_time").value \
                     else ""
-                self.get_logger().warning(f"the stream runs at about {1.0 / max(stats.median, 1e-9):.0f} Hz, not "
-                                          f"{self.stream_rate:g} Hz{hint}")
+                # the rate the deadlines were met at (the median interval can be on time between long stalls)
+                effective = self.stream_rate * clock.ticks / (clock.ticks + clock.missed)
+                self.get_logger().warning(f"the stream runs at about {effective:.0f} Hz, not {self.stream_rate:g} Hz "
+                                          f"({clock.missed} periods missed in {clock.ticks} ticks, interval median "
+                                          f"{1e3 * stats.median:.1f} ms){hint}")
 
     def _publish_status(self, s: Session, phase: PlayerPhase, progress: float, sp=None) -> None:
         status = PlayerStatus(arm=self.arm, trajectory_file=s.trajectory_file, phase=phase, progress=float(progress))
@@ -616,6 +620,9 @@ class TrajectoryPlayerNode(Node):
             executor.spin_once(timeout_sec=0.1)
         if self.session is not None:
             self._finish(Result.OUTCOME_CANCELED, "shutdown")
+            end = time.monotonic() + RESULT_DELIVERY
+            while rclpy.ok() and time.monotonic() < end:  # the goal's result on its way to the client
+                executor.spin_once(timeout_sec=0.02)
 
     def close(self) -> None:
         if self.session is not None:
