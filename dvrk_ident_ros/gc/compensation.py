@@ -44,6 +44,10 @@ class Compensation(Protocol):
         """Tighten the torque limits by ``factor`` (0, 1]."""
         ...
 
+    def clamp(self, torques: Sequence[float]) -> list[float]:
+        """``torques`` (N m, dVRK joint space) within the limits ``compute`` clamps to (not on the hot path)."""
+        ...
+
     def observe(self, q: Sequence[float]) -> None:
         """A joint state that gets no command (before the hand-over): a compensation with a state (the
         travel blend's cable direction) follows the arm's motion."""

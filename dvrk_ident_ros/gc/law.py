@@ -96,6 +96,11 @@ class CompensationLaw:
         self._upper = [factor * x for x in self._upper]
         self._lower = [factor * x for x in self._lower]
 
+    def clamp(self, torques) -> list[float]:
+        """``torques`` within the file's limits (as :meth:`compute` clamps)."""
+        return [hi if x > hi else lo if x < lo else float(x) for x, hi, lo in zip(torques, self._upper, self._lower,
+                                                                                 strict=True)]
+
     def observe(self, q) -> None:
         """A state sample that gets no command: the travel blend's direction state follows it."""
         if self._travel:

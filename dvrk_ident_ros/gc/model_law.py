@@ -42,6 +42,10 @@ class ModelCompensation:
     def scale_limits(self, factor: float) -> None:
         self._limit = factor * self._limit
 
+    def clamp(self, torques) -> list[float]:
+        """``torques`` within +-the torque limits (as :meth:`compute` clamps)."""
+        return np.clip(np.asarray(torques, dtype=float), -self._limit, self._limit).tolist()
+
     def observe(self, q) -> None:
         """No state: nothing to follow."""
 

@@ -23,7 +23,7 @@ SCHEMA = NodeSchema("gravity_compensation", (
     Parameter("resume_after", Kind.DOUBLE, 1.0,
               "After a hand-over the arm is taken again once the state has been fresh and ready this long",
               unit="s", minimum=0.0),
-    Parameter("ramp_in_time", Kind.DOUBLE, 1.0, "Time over which the torque is ramped in from zero",
+    Parameter("ramp_in_time", Kind.DOUBLE, 1.0, "Time over which the torque is ramped in, from the arm's own effort (setpoint_js) at a take-over",
               unit="s", minimum=0.0),
     Parameter("fade_out_time", Kind.DOUBLE, 0.5,
               "Time over which the torque is faded out to zero (stale state, exit)", unit="s", minimum=0.0),
