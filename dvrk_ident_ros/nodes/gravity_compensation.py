@@ -81,6 +81,7 @@ import time
 
 from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
+from rclpy.serialization import deserialize_message
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool, Empty
 
@@ -196,7 +197,9 @@ class GravityCompensationNode(Node):
         self.monitor = ArmStateMonitor(self, self.arm, on_change=self._on_operating_state)
         self.create_subscription(JointState, self._builtin_topic, self._on_builtin, CONTROL_STATE_QOS)
         self.create_subscription(JointState, f"/{self.arm}/measured_js", self._on_state, CONTROL_STATE_QOS)
-        self.create_subscription(JointState, f"/{self.arm}/setpoint_js", self._on_arm_setpoint, CONTROL_STATE_QOS)
+        # raw: while the node commands, the arm's setpoint_js is not needed, and not even deserialised
+        self.create_subscription(JointState, f"/{self.arm}/setpoint_js", self._on_arm_setpoint, CONTROL_STATE_QOS,
+                                 raw=True)
         self.get_logger().info(
             f"{self.arm}: {self.model_kind} compensation from {self.parameter_file}; waiting for "
             f"/{self.arm}/measured_js (ramp-in {settings.ramp_in_time:g} s, watchdog {settings.stale_periods:g} "
@@ -464,12 +467,13 @@ class GravityCompensationNode(Node):
         self._idle_expected = False
         return True
 
-    def _on_arm_setpoint(self, msg: JointState) -> None:
+    def _on_arm_setpoint(self, data: bytes) -> None:
         """The arm's commanded effort (its PID's output with the dVRK's own compensation as feed-forward, or
         the effort command), kept while the node does not command: a take-over ramps in from it."""
         state = self.supervisor.state
         if state == CompensationState.ACTIVE or state == CompensationState.RAMP_IN:
             return
+        msg = deserialize_message(data, JointState)
         stamp, effort = msg.header.stamp, msg.effort
         if not stamp_is_valid(stamp.sec, stamp.nanosec) or len(effort) != self.joints \
                 or not all(math.isfinite(x) for x in effort):
