@@ -5,6 +5,14 @@ the monotonic clock, each message carrying its send time (CLOCK_MONOTONIC,
 only this process reads it) in the header stamp. The node under test answers
 on ``/<ARM>/servo_jf`` with the stamp of the sample it answers, so
 latency = receive time - stamp, and an unanswered stamp is a lost answer.
+
+As the bridge does, it can publish beside each measured_js the arm's
+``setpoint_js`` and the readings of its own gravity compensation
+(``gravity_compensation/setpoint_js``, all-zero effort: off), just before it:
+a node that subscribes them takes those callbacks first. A gravity compensation
+commands only once it has read that the arm's own is off (without readings it
+waits a moment to decide there are none): the samples before the first answer
+are the node's start, not lost answers (``warmup``).
 """
 from __future__ import annotations
 
@@ -17,17 +25,18 @@ import numpy as np
 
 @dataclass
 class LatencyResult:
-    sent: int
+    sent: int  # samples from the first answered one on
     answered: int
     latencies: np.ndarray  # s
-    unanswered: list[int]  # indices (in sending order) of the samples never answered
+    unanswered: list[int]  # indices (in sending order) of the samples never answered, from the first answered one
+    warmup: int = 0  # samples sent before the first answered one
 
     def percentile(self, p: float) -> float:
         return float(np.percentile(self.latencies, p)) if self.latencies.size else float("nan")
 
 
 def probe(arm: str, duration: float, rate: float = 1000.0, joints: int = 7, settle: float = 1.0,
-          pose: list[float] | None = None) -> LatencyResult:
+          pose: list[float] | None = None, setpoint: bool = True, readings: bool = True) -> LatencyResult:
     import gc
 
     import rclpy
@@ -43,6 +52,11 @@ def probe(arm: str, duration: float, rate: float = 1000.0, joints: int = 7, sett
     rclpy.init(context=context)
     node = rclpy.create_node("latency_probe", context=context)
     pub = node.create_publisher(JointState, f"/{arm}/measured_js", STATE_QOS)
+    # as the bridge does, the arm's setpoint_js every period too (``setpoint``), published just before
+    # measured_js: a node that subscribes it answers measured_js after that callback
+    setpoint_pub = node.create_publisher(JointState, f"/{arm}/setpoint_js", STATE_QOS) if setpoint else None
+    readings_pub = (node.create_publisher(JointState, f"/{arm}/gravity_compensation/setpoint_js", STATE_QOS)
+                    if readings else None)
     received: dict[int, float] = {}
 
     def on_answer(msg: JointState) -> None:
@@ -86,6 +100,10 @@ def probe(arm: str, duration: float, rate: float = 1000.0, joints: int = 7, sett
                 time.sleep((target - now) * 1e-9)
             now = time.monotonic_ns()
             msg.header.stamp = Time(sec=now // 1_000_000_000, nanosec=now % 1_000_000_000)
+            if readings_pub is not None:
+                readings_pub.publish(msg)  # all-zero effort: the arm's own compensation is off
+            if setpoint_pub is not None:
+                setpoint_pub.publish(msg)
             pub.publish(msg)
             sent.append(now)
             k += 1
@@ -105,5 +123,7 @@ def probe(arm: str, duration: float, rate: float = 1000.0, joints: int = 7, sett
     node.destroy_node()
     context.try_shutdown()
     gc.enable()
-    lat = np.array([(received[s] - s) * 1e-9 for s in sent if s in received])
-    return LatencyResult(len(sent), int(lat.size), lat, [k for k, s in enumerate(sent) if s not in received])
+    first = next((k for k, s in enumerate(sent) if s in received), len(sent))
+    lat = np.array([(received[s] - s) * 1e-9 for s in sent[first:] if s in received])
+    return LatencyResult(len(sent) - first, int(lat.size), lat,
+                         [k for k, s in enumerate(sent) if k >= first and s not in received], first)
