@@ -205,20 +205,24 @@ def test_ramp_in(ros_env, rclpy_context, tmp_path):
         h.stream([_state(k, q, qd) for k in range(count)], rate=200.0)
         keys = {_stamp_key(_stamp(k)) for k in range(count)}
 
-        def complete() -> bool:
-            answered = keys & set(h.answers())
-            return (len(answered) >= count - 3 and _stamp_key(_stamp(count - 1)) in answered
-                    and answered <= {_stamp_key(d.header.stamp) for _, d in h.diagnostics})
+        def seen() -> set[int]:
+            """The samples answered with their diagnostics."""
+            return keys & set(h.answers()) & {_stamp_key(d.header.stamp) for _, d in h.diagnostics}
 
-        assert h.probe.spin_until(complete, 10.0, proc), output_of(proc)
+        # at most 3 lost on a loaded machine (a best-effort sample dropped is never answered, and a keep-last
+        # diagnostics message can be overwritten before a slow probe takes it): not "the last one answered"
+        if not h.probe.spin_until(lambda: len(seen()) >= count - 3, 10.0, proc):
+            raise AssertionError(f"{len(keys & set(h.answers()))} of {count} samples answered, {len(seen())} with "
+                                 f"their diagnostics:\n{output_of(proc)}")
+        h.probe.spin_for(0.2)  # the rest in flight
     answers = h.answers()
     diagnostics = {_stamp_key(d.header.stamp): d for _, d in h.diagnostics}
     h.close()
     first = min(k for k in range(count) if _stamp_key(_stamp(k)) in answers)
     assert first <= 3, f"the first {first} samples were not answered"
-    # the node drops a sample it cannot take in time (a loaded machine): at most 3, as complete() allows
-    ks = [k for k in range(first, count) if _stamp_key(_stamp(k)) in answers]
-    assert len(ks) >= count - first - 3, f"{count - first - len(ks)} samples after the first answer not answered"
+    # a sample or its diagnostics lost on a loaded machine: at most 3, as the wait allows
+    ks = [k for k in range(first, count) if _stamp_key(_stamp(k)) in answers and _stamp_key(_stamp(k)) in diagnostics]
+    assert len(ks) >= count - first - 3, f"{count - first - len(ks)} samples after the first answer not seen"
     scales = np.array([diagnostics[_stamp_key(_stamp(k))].ramp_scale for k in ks])
     states = [diagnostics[_stamp_key(_stamp(k))].state for k in ks]
     efforts = np.array([answers[_stamp_key(_stamp(k))][0].effort for k in ks])
@@ -237,7 +241,7 @@ def test_ramp_in(ros_env, rclpy_context, tmp_path):
     assert np.all(np.abs(efforts[:20]) <= 0.1 * np.abs(full) + 1e-12), "early torques not a small fraction"
     assert np.allclose(efforts[-1], full, atol=1e-12)
     assert [m.data for _, m in h.builtin] == [False], "the dVRK's own compensation is turned off once"
-    d = diagnostics[_stamp_key(_stamp(count - 1))]
+    d = diagnostics[_stamp_key(_stamp(ks[-1]))]
     assert (d.model_kind, d.parameter_source) == ("mlse", path)
     assert np.allclose(d.total_torque, full) and not any(d.saturated) and d.compute_time < 0.01
 
