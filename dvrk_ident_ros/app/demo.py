@@ -10,7 +10,7 @@ does from the console. Stages longer than a few seconds print their progress.
 
 1. Models of the MTM and PSM: generated or loaded from cache, checked against
    the independent Lagrangian.
-2. PSM: simulated_arm (/clock, at ``--real-time-factor``, 1 by default) + trajectory_player
+2. PSM: simulated_arm (/clock, at ``--real-time-factor``, 0.5 by default) + trajectory_player
    (the shipped excitation trajectory) + recorder -> a rosbag2 bag; then
    identification_service: ``/identify`` (SDP) on that bag -> per-joint errors,
    report and plot, and the identified base parameters against the
@@ -304,8 +304,10 @@ def add_demo_command(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("demo", help="run the main job on simulated arms through the nodes and print a summary")
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--out", default="demo-output", help="directory for bags, parameter files, reports, logs")
-    p.add_argument("--real-time-factor", type=float, default=1.0,
-                   help="PSM simulation speed under /clock (streamed servo_jp needs the CPU to keep up)")
+    p.add_argument("--real-time-factor", type=float, default=0.5,
+                   help="PSM simulation speed under /clock (streamed servo_jp needs the CPU to keep up: at 1 on a "
+                        "2-core machine the starved stream's setpoint steps left the simulated efforts aliased and "
+                        "the fit 2-3 times worse)")
     p.add_argument("--periods", type=int, default=3, help="periods of the PSM excitation trajectory")
     p.add_argument("--pose-stride", type=int, default=10, help="play every k-th pose of the MTML grid")
     p.add_argument("--hold-poses", type=int, default=5, help="random poses held by the gravity compensation")
