@@ -52,15 +52,19 @@ class ClientPort:
         operating = self.client.operating
         if not operating.ready:
             return operating.reason() or f"{self.client.arm} not ready"
-        age = self.client.state_age()
-        if age is None or age > STATE_FRESH:
+        if not self._fresh():
+            age = self.client.state_age()
             return (f"no valid /{self.client.arm}/measured_js " + ("yet" if age is None else f"for {age:.1f} s")
                     + " (the arm is off, not homed or faulted, or its state stopped)")
         return ""
 
-    def _reached(self, goal: np.ndarray) -> bool:
+    def _fresh(self) -> bool:
+        """A valid state arrived within STATE_FRESH s."""
         age = self.client.state_age()
-        return age is not None and age <= STATE_FRESH and bool(np.max(np.abs(self.client.position() - goal)) < 0.01)
+        return age is not None and age <= STATE_FRESH
+
+    def _reached(self, goal: np.ndarray) -> bool:
+        return self._fresh() and bool(np.max(np.abs(self.client.position() - goal)) < 0.01)
 
     def reach(self, goal: np.ndarray, attempts: int = 3, timeout: float = 15.0) -> bool:
         """move_jp until every joint is within 0.01 rad by a fresh state (sent again: a late zero servo_jf of

@@ -119,8 +119,9 @@ INVALID_REPORT_AFTER = 1.0
 REPEAT_OFF_EVERY = 1.0
 #: s: the dVRK's own compensation still on this long after the node's "off" is reported
 SWITCH_OFF_TIME = 0.2
+#: s (or 3 state periods, the longer): a setpoint_js this recent is the arm's effort now
+ARM_EFFORT_FRESH = 0.1
 #: s: the exit's fade ends with a zero command at the latest this long after fade_out_time
-ARM_EFFORT_FRESH = 0.1  # s (or 3 state periods, the longer): a setpoint_js this recent is the arm's effort now
 EXIT_MARGIN = 0.5
 #: s: at most one log line per kind of event (late state, fade to zero) this often
 LOG_EVERY = 1.0
@@ -158,7 +159,6 @@ class GravityCompensationNode(Node):
         self.answered = 0
         self.invalid = 0  # samples with stamp 0 (the arm's mark of invalid data)
         self.fade_commands = 0  # commands of the node's own (fades), not answers to a sample
-        self.holds_sent = 0  # /<ARM>/hold at a hand-over the dVRK's own compensation does not carry
         # the arm's own commanded effort (setpoint_js) while the node does not command, and what a take-over
         # ramps in from (bumpless: the PID's effort, with the dVRK's own compensation, read before it goes off)
         self._arm_effort = [0.0] * self.joints
@@ -515,7 +515,6 @@ class GravityCompensationNode(Node):
         carried = (value if self.disable_builtin else reading) is True
         if hold and owned and not carried and self.monitor.ready:
             self._hold.publish(Empty())
-            self.holds_sent += 1
             said += f"; /{self.arm}/hold sent: the arm's own PID holds it where it is (not left at 0 N m)"
         return said
 
