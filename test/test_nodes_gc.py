@@ -410,9 +410,16 @@ def test_watchdog_a_late_sample_fades_and_resumes_an_outage_fades_and_hands_over
     own = [(_stamp_key(m.header.stamp) * 1e-9, m) for _, m in h.servo_jf if _stamp_key(m.header.stamp) not in ours]
     gap = [m for t, m in own if sent[199] < t < sent[200]]
     assert gap, f"no fade in the 150 ms gap:\n{out}"
+    gap_times = np.array([t for t, _ in own if sent[199] < t < sent[200]])
     gap_scales = np.abs(np.array([m.effort for m in gap])) @ np.abs(full) / (full @ full)
-    assert np.all(gap_scales > 0.0) and np.all(np.diff(gap_scales) <= 1e-12), gap_scales
-    assert len(gap) <= 0.15 * rate + 3, f"{len(gap)} fade commands in 150 ms: faster than the state's {rate:g} Hz"
+    assert np.all(np.diff(gap_scales) <= 1e-12), gap_scales
+    # the gap is 150 ms as asked, longer when this process stalls on a loaded machine: the fade may reach 0 N m
+    # only fade_out_time after it began, and runs at most at the state's rate over the gap it actually had
+    early = gap_times < gap_times[0] + 0.9 * fade_out_time
+    assert np.all(gap_scales[early] > 0.0), (gap_times - sent[199], gap_scales)
+    actual_gap = sent[200] - sent[199]
+    assert len(gap) <= actual_gap * rate + 3, \
+        f"{len(gap)} fade commands in a {1e3 * actual_gap:.0f} ms gap: faster than the state's {rate:g} Hz"
     last_sent = sent[-1]
     fade = [m for t, m in own if t > last_sent]
     assert fade, f"no fade-out commands:\n{out}"
