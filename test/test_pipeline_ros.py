@@ -104,7 +104,7 @@ def test_gravity_compensation_holds_the_simulated_mtm(nodes_env, tmp_path: Path)
     goal = np.array([0.2, 0.3, 0.1, 0.0, 1.0, 0.1, 0.0])
     logs = tmp_path / "logs"
     with NodeProcess("simulated_arm", {"arm": "MTML", "publish_rate": 500.0, "publish_clock": True,
-                                       "real_time_factor": 1.0, "homing_time": 0.5}, log_dir=logs, env=nodes_env,
+                                       "real_time_factor": 0.5, "homing_time": 0.5}, log_dir=logs, env=nodes_env,
                      name="sim"), ArmClient("MTML", "test_hold") as client:
         client.home(60.0)
         client.position(30.0)

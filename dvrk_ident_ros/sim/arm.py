@@ -428,7 +428,7 @@ class SimulatedArm:
         the stream's intervals (``SERVO_HOLD_PERIODS``, at most ``SERVO_HOLD`` s), then held still: a
         stream that stopped leaves the arm at its last setpoint, with zero setpoint velocity."""
         if self._move is None:
-            ahead = np.clip(self.time, self._servo_time, self._servo_until) - self._servo_time
+            ahead = np.minimum(np.maximum(self.time, self._servo_time), self._servo_until) - self._servo_time
             return self.q_ref + self.qd_ref * ahead, np.where(self.time <= self._servo_until, self.qd_ref, 0.0)
         t0, q_from, q_to, duration = self._move
         s, ds = _quintic((self.time - t0) / duration)

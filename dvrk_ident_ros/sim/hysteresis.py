@@ -24,7 +24,7 @@ class DahlHysteresis:
         """Advance the internal state by the joint displacement ``dq`` of one step."""
         direction = np.sign(dq)
         self.z += np.abs(dq) / self.width * (direction - self.z)
-        np.clip(self.z, -1.0, 1.0, out=self.z)
+        np.minimum(np.maximum(self.z, -1.0, out=self.z), 1.0, out=self.z)
 
     def torque(self, q: np.ndarray) -> np.ndarray:
         return self.z * (self.coefficients * np.power.outer(q, self._powers)).sum(axis=1)
