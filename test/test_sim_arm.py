@@ -337,10 +337,32 @@ def test_measured_effort_is_current_quantised_the_setpoint_effort_is_the_pids(ps
     assert np.max(np.abs(counts - np.round(counts))) > 1e-3  # noise off: no quantisation either
 
 
-# -- a stamped stream: obeyed at the stamps' instants, the PSM's arm and jaw streams merged ------------------------
+# -- servo_jp as the dVRK takes it: on arrival, held as it came ------------------------------------------------------
+
+def test_by_default_a_setpoint_is_taken_on_arrival_and_held_as_the_dvrk_does(psm_config):
+    """mtsIntuitiveResearchKitArm::servo_jp stores the goal and its velocity; the PID takes them at its next
+    period and holds them: no stamp, no interpolation, the velocity is the PID's velocity setpoint until the
+    next command (so a stream's late sample reaches the arm as a step)."""
+    arm = SimulatedArm(psm_config, noise=False)
+    assert arm.servo_timing == "arrival"
+    start = arm.q_ref.copy()
+    goal = start + np.where(np.arange(7) == 0, 0.01, 0.0)
+    speed = np.where(np.arange(7) == 0, 0.5, 0.0)
+    arm.servo_jp(goal, speed, at=arm.time + 0.01)  # a stamp ahead: ignored, taken now
+    assert arm.pending_servo == 0 and np.array_equal(arm.q_ref, goal)
+    arm.advance(0.02)  # 30 control periods later: not carried forward, the velocity still the setpoint's
+    reference, velocity = arm._reference()
+    assert np.array_equal(reference, goal) and np.array_equal(velocity, speed)
+    arm.servo_jp(goal, at=arm.time - 0.5)  # a stamp in the past is no older setpoint either: taken
+    assert arm.stale_servo == 0 and not np.any(arm._reference()[1])
+    with pytest.raises(DvrkIdentError, match="servo_timing"):
+        SimulatedArm(psm_config, servo_timing="interpolated")
+
+
+# -- a stamped stream (servo_timing "stamp"): obeyed at the stamps' instants, the PSM's arm and jaw streams merged --
 
 def test_stamped_setpoints_are_obeyed_at_their_stamps(psm_config):
-    arm = SimulatedArm(psm_config, noise=False)
+    arm = SimulatedArm(psm_config, noise=False, servo_timing="stamp")
     start = arm.q_ref.copy()
     goal = start + np.where(np.arange(7) == 2, 0.001, 0.01)
     jaw = start.copy()
@@ -369,7 +391,7 @@ def test_stamped_setpoints_are_obeyed_at_their_stamps(psm_config):
 
 
 def test_a_stream_that_stops_is_held_after_about_one_interval(psm_config):
-    arm = SimulatedArm(psm_config, noise=False)
+    arm = SimulatedArm(psm_config, noise=False, servo_timing="stamp")
     q0 = arm.q_ref.copy()
     speed = np.where(np.arange(7) == 0, 0.5, 0.0)  # yaw at 0.5 rad/s, streamed every 2 ms
     for k in range(10):

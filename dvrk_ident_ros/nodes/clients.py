@@ -80,9 +80,16 @@ class ArmClient:
             return 0.0
         status = self.operating.status
         if status.state != "ENABLED" or not (status.is_homed or status.is_busy):  # else: homing or moving
-            self.operating.send("enable")
-            time.sleep(0.1)
-            self.operating.send("home")
+            if status.state != "ENABLED":  # one command at a time: the bridge subscribes with depth 1
+                self.operating.send("enable")
+                while self.operating.status is None or self.operating.status.state != "ENABLED":
+                    if time.monotonic() > deadline:
+                        raise DvrkIdentError(f"{self.arm} not enabled after {timeout:.0f} s: "
+                                             f"{self.operating.reason()}")
+                    time.sleep(0.02)
+            enabled = self.operating.status
+            if enabled is not None and not (enabled.is_homed or enabled.is_busy):
+                self.operating.send("home")
         while not self.operating.ready:
             if time.monotonic() > deadline:
                 raise DvrkIdentError(f"{self.arm} not ready after {timeout:.0f} s: {self.operating.reason()}")

@@ -23,10 +23,12 @@ rejected one is logged and the arm keeps its previous command.
 
 Time. The physics and the publishing run in a loop of their own (the main
 thread, on absolute deadlines: ``sim/pacing.py``); the commands are served by
-the executor in a second thread. A stamped ``servo_jp`` (``jaw/servo_jp``) is
-obeyed at the simulated instant of its stamp (at once if that has passed), so
-the arm follows a stream as it was sent, whatever the delivery and scheduling
-jitter, as a real arm's real-time loop does.
+the executor in a second thread. A ``servo_jp`` (``jaw/servo_jp``) is taken
+when it arrives and held until the next, as the dVRK takes it, every command
+topic subscribed with depth 1 as the bridge does (``servo_timing`` arrival);
+with ``servo_timing`` stamp (gentler than a real arm) it is obeyed at the
+simulated instant of its stamp (at once if that has passed), so the arm follows
+a stream as it was sent, whatever the delivery and scheduling jitter.
 
 - Wall clock (the default, like a real arm): a state period every
   1/``publish_rate`` s, stamped with the wall time it stands for (simulated
@@ -96,8 +98,9 @@ WALL_MAX_LAG = 0.5  # s: a wall-clock lag up to this is caught up, a longer one 
 #: 0.5 ms) is in before its instant is simulated; a state is published this long after the instant its stamp gives
 WALL_DELAY = 0.002
 CATCH_UP_YIELD = 0.0  # s: before catching up, the loop yields (GIL, CPU) so the command thread takes what arrived
-#: The bridge's subscribers (state_command, the teleop stand-in): reliable, volatile.
-COMMAND_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10, reliability=ReliabilityPolicy.RELIABLE)
+#: The bridge's subscribers (every command topic): reliable, volatile, depth 1 (a command that arrives before
+#: the previous one was taken replaces it, as on the real arm)
+COMMAND_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1, reliability=ReliabilityPolicy.RELIABLE)
 
 
 def _time_msg(seconds: float) -> Time:
@@ -126,6 +129,7 @@ class SimulatedArmNode(Node):
         dvrk_version = str(params["dvrk_version"])  # "-p dvrk_version:=2.3" (a double) is taken as "2.3"
         tool_engaged = bool(params["tool_engaged"])
         fault_tracking_error = float(params["fault_tracking_error"])
+        servo_timing = str(params["servo_timing"]).lower()
         if physics_rate < self.publish_rate:
             raise DvrkIdentError(f"physics_rate {physics_rate} Hz below publish_rate {self.publish_rate} Hz")
         self.clock_rate = max(self.clock_rate, self.publish_rate)  # /clock at least with every state
@@ -141,7 +145,8 @@ class SimulatedArmNode(Node):
         self.sim = SimulatedArm(config, spec.variant(self.arm), noise=noise, seed=seed,
                                 physics_rate=physics_rate, initial_position=initial_position,
                                 initial_state=initial_state, homing_time=homing_time, dvrk_version=dvrk_version,
-                                tool_engaged=tool_engaged, fault_tracking_error=fault_tracking_error)
+                                tool_engaged=tool_engaged, fault_tracking_error=fault_tracking_error,
+                                servo_timing=servo_timing)
         self.names = self.sim.names
         # the PSM's jaw is published on its own topics; without a tool the PSM publishes its 7 raw joints
         self.arm_joints = spec.arm_joints if self.sim.tool_engaged else spec.dof
@@ -178,7 +183,10 @@ class SimulatedArmNode(Node):
                         self._publish_events()
             return call
 
-        def sub(topic: str, msg_type, callback, qos=STATE_QOS, absolute: bool = False) -> None:
+        # as the bridge, depth 1; with servo_timing stamp, a stamped stream is replayed as sent: none dropped
+        stream_qos = COMMAND_QOS if servo_timing == "arrival" else STATE_QOS
+
+        def sub(topic: str, msg_type, callback, qos=stream_qos, absolute: bool = False) -> None:
             name = topic if absolute else f"/{self.arm}/{topic}"
             self.create_subscription(msg_type, name, guarded(self, topic, locked(topic, callback)), qos)
 
@@ -206,8 +214,10 @@ class SimulatedArmNode(Node):
         # /clock: a stall longer than two state periods slips (sim/pacing.py)
         max_step = 2.0 / self.publish_rate
         self._pacer = RealTimePacer(self.real_time_factor, max_step / (self.real_time_factor or 1.0))
+        # by stamp, the physics runs WALL_DELAY behind so that a command is in before its instant; on arrival
+        # (the dVRK) a state stands for the instant it is published
         self._schedule = WallClockSchedule(1.0 / self.publish_rate, WALL_MAX_LAG, max(max_step, WALL_STALL),
-                                           delay=WALL_DELAY)
+                                           delay=WALL_DELAY if servo_timing == "stamp" else 0.0)
         self._stamp_origin = SIM_EPOCH  # stamp (s) of simulated time 0: SIM_EPOCH on /clock, wall time else
         self._sim_time = 0.0  # simulated time of the last state published
         self.publish_failures = 0  # state samples the middleware refused
@@ -494,7 +504,8 @@ class SimulatedArmNode(Node):
         failures = f"; {self.publish_failures} state samples not published" if self.publish_failures else ""
         if late.size == 0:
             return failures
-        return (f"; {late.size} servo_jp obeyed {1e3 * np.median(late):.1f} ms after their stamps (median; p99 "
+        verb = "obeyed" if self.sim.servo_timing == "stamp" else "taken on arrival"
+        return (f"; {late.size} servo_jp {verb} {1e3 * np.median(late):.1f} ms after their stamps (median; p99 "
                 f"{1e3 * np.percentile(late, 99):.1f} ms, max {1e3 * late.max():.1f} ms), {self.sim.stale_servo} stale"
                 + failures)
 

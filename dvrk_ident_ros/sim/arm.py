@@ -20,11 +20,15 @@ they are checked; a rejected command raises SafetyError and leaves the arm as
 it was:
 
 - ``servo_jp(q, qd, at=..., joints=...)``: PID position setpoint, meant to be
-  streamed; ``at`` (its stamp, in simulated time) delays it to the physics step
-  at that time (one that arrives late is carried forward from its stamp; an
-  older one than the setpoint in force is ignored), so a stream is followed as
-  it was sent whatever the delivery jitter; ``joints``: the joints it sets (the
-  PSM's arm and jaw streams). Between samples the setpoint is carried forward
+  streamed; ``joints``: the joints it sets (the PSM's arm and jaw streams).
+  With ``servo_timing="arrival"`` (the default, as the dVRK: mtsIntuitiveResearchKitArm
+  stores the goal and its velocity, the PID takes them at its next period) it
+  is taken at once and held, position and setpoint velocity, until the next;
+  ``at`` is ignored. With ``"stamp"`` (gentler than any real arm) ``at`` (its
+  stamp, in simulated time) delays it to the physics step at that time (one
+  that arrives late is carried forward from its stamp; an older one than the
+  setpoint in force is ignored), so a stream is followed as it was sent
+  whatever the delivery jitter; between samples the setpoint is carried forward
   with its velocity (first-order hold) for 1.5 of the stream's intervals after
   it arrived (at most ``SERVO_HOLD``), then held with zero velocity, as when a
   stream stops;
@@ -72,6 +76,10 @@ MAX_SERVO_JUMP = 0.25  # rad (m): a streamed setpoint this far from the current 
 FAULT_TRACKING_ERROR = 0.5  # rad: default tracking-error fault; prismatic joints use a tenth of it in m
 PRISMATIC_SCALE = 0.1  # m per rad of fault_tracking_error for prismatic joints (0.05 m for the PSM insertion)
 DVRK_VERSIONS = ("2.3", "2.4")  # 2.4: the MTM's built-in gravity compensation is on at start; 2.3: off
+#: how a streamed servo_jp is taken: "arrival", as the dVRK (its arm takes the setpoint, position and velocity,
+#: at the first control period after it arrives and holds it until the next: a late or bunched stream reaches
+#: it as steps); "stamp", gentler: at its stamp's instant, carried forward between samples (first-order hold)
+SERVO_TIMINGS = ("arrival", "stamp")
 
 
 def _quintic(s: float) -> tuple[float, float]:
@@ -156,7 +164,12 @@ class SimulatedArm:
     def __init__(self, config: SimConfig, variant: str | None = None, *, noise: bool = True, seed: int = 0,
                  physics_rate: float = 1500.0, initial_position: np.ndarray | None = None,
                  initial_state: str = "HOMED", homing_time: float = 3.0, dvrk_version: str = "2.4",
-                 tool_engaged: bool = True, fault_tracking_error: float = FAULT_TRACKING_ERROR):
+                 tool_engaged: bool = True, fault_tracking_error: float = FAULT_TRACKING_ERROR,
+                 servo_timing: str = "arrival"):
+        if servo_timing not in SERVO_TIMINGS:
+            raise DvrkIdentError(f"servo_timing {servo_timing!r}: one of {', '.join(SERVO_TIMINGS)}")
+        self.servo_timing = servo_timing
+        self._by_stamp = servo_timing == "stamp"
         self.config = config
         self.model = model = config.model
         self.dof = model.dof
@@ -275,7 +288,8 @@ class SimulatedArm:
         """A streamed position setpoint (dVRK joint space, all joints; ``joints``, a bool mask or indices:
         only these are set, the others keep the stream's setpoint, see :meth:`servo_reference`).
 
-        Checked at once (SafetyError, nothing changes); obeyed at simulated time ``at`` (the command's
+        Checked at once (SafetyError, nothing changes). ``servo_timing`` "arrival" (the dVRK): taken now,
+        held until the next, ``at`` ignored. "stamp": obeyed at simulated time ``at`` (the command's
         stamp) when that is still ahead, else at once, carried forward from its stamp (a late command
         says where the stream is now, not where it was); a command stamped before the setpoint in force
         is stale and ignored (``stale_servo``); a stamp more than ``SERVO_CLOCK`` s from the arm's time is
@@ -298,7 +312,8 @@ class SimulatedArm:
         else:
             qd = np.where(mask, self.checker.finite(velocity, "servo_jp velocity"), base_qd)
             qd = self.checker.speed(qd, "servo_jp velocity", scale=1.5)
-        stamp = self.time if at is None or abs(at - self.time) > SERVO_CLOCK else float(at)
+        by_stamp = self._by_stamp and at is not None and abs(at - self.time) <= SERVO_CLOCK
+        stamp = float(at) if by_stamp and at is not None else self.time
         now = q + qd * max(0.0, self.time - stamp)  # a late command: where it says the stream is now
         jump = np.where(mask, np.abs(now - in_force), 0.0)
         if np.max(jump) > MAX_SERVO_JUMP:
@@ -306,6 +321,8 @@ class SimulatedArm:
             raise SafetyError(f"servo_jp position: {self.names[i]} jumps {jump[i]:.3f} from the current setpoint "
                               f"(at most {MAX_SERVO_JUMP}; use move_jp)")
         self._arrivals += 1
+        if not self._by_stamp and at is not None and abs(at - self.time) <= SERVO_CLOCK:
+            self._record_lateness(self.time - at)  # taken on arrival: how long after its stamp that was
         if stamp <= self.time + 0.5 * self.dt:
             self._apply_servo(q, qd, mask, stamp)
         else:
@@ -338,16 +355,22 @@ class SimulatedArm:
             return
         self._cancel_move()
         self.mode = POSITION
-        self.servo_lateness.append(self.time - stamp)
-        if len(self.servo_lateness) > 200_000:
-            del self.servo_lateness[:100_000]
+        if self._by_stamp:
+            self._record_lateness(self.time - stamp)
         self.q_ref = np.where(fresh, q, self.q_ref)
         self.qd_ref = np.where(fresh, qd, self.qd_ref)
-        # carried forward from its stamp until about one of the stream's intervals after it arrived (now)
-        interval = stamp - self._servo_time  # since the joint's previous setpoint
-        hold = np.clip(SERVO_HOLD_PERIODS * interval, 2.0 * self.dt, SERVO_HOLD)
-        self._servo_until = np.where(fresh, self.time + hold, self._servo_until)
+        if self._by_stamp:  # carried forward from its stamp until about one of the stream's intervals after it arrived
+            interval = stamp - self._servo_time  # since the joint's previous setpoint
+            hold = np.clip(SERVO_HOLD_PERIODS * interval, 2.0 * self.dt, SERVO_HOLD)
+            self._servo_until = np.where(fresh, self.time + hold, self._servo_until)
+        else:  # held as it came, its velocity the PID's velocity setpoint until the next (the dVRK)
+            self._servo_until = np.where(fresh, self.time, self._servo_until)
         self._servo_time[fresh] = stamp
+
+    def _record_lateness(self, seconds: float) -> None:
+        self.servo_lateness.append(seconds)
+        if len(self.servo_lateness) > 200_000:
+            del self.servo_lateness[:100_000]
 
     def _apply_due(self) -> None:
         """Apply the stamped servo_jp commands due at this step, in order."""
@@ -428,6 +451,8 @@ class SimulatedArm:
         the stream's intervals (``SERVO_HOLD_PERIODS``, at most ``SERVO_HOLD`` s), then held still: a
         stream that stopped leaves the arm at its last setpoint, with zero setpoint velocity."""
         if self._move is None:
+            if not self._by_stamp:
+                return self.q_ref, self.qd_ref
             ahead = np.minimum(np.maximum(self.time, self._servo_time), self._servo_until) - self._servo_time
             return self.q_ref + self.qd_ref * ahead, np.where(self.time <= self._servo_until, self.qd_ref, 0.0)
         t0, q_from, q_to, duration = self._move
