@@ -134,7 +134,7 @@ def test_planar_arm_through_the_nodes(planar_path, ros_env, tmp_path: Path):
     config = load_sim_config(ARM)
     model = config.model
     logs, bag = tmp_path / "logs", tmp_path / "bag"
-    with NodeProcess("simulated_arm", {"arm": "planar1", "publish_clock": True, "real_time_factor": 1.0,
+    with NodeProcess("simulated_arm", {"arm": "planar1", "publish_clock": True, "real_time_factor": 0.5,
                                        "publish_rate": 1000.0, "clock_rate": 1000.0, "noise": False,
                                        "homing_time": 0.5},
                      log_dir=logs, env=env, name="sim") as sim, ArmClient(ARM, "test_planar") as client:
