@@ -339,12 +339,12 @@ def test_measured_effort_is_current_quantised_the_setpoint_effort_is_the_pids(ps
 
 # -- servo_jp as the dVRK takes it: on arrival, held as it came ------------------------------------------------------
 
-def test_by_default_a_setpoint_is_taken_on_arrival_and_held_as_the_dvrk_does(psm_config):
+def test_on_arrival_a_setpoint_is_taken_and_held_as_the_dvrk_does(psm_config):
     """mtsIntuitiveResearchKitArm::servo_jp stores the goal and its velocity; the PID takes them at its next
     period and holds them: no stamp, no interpolation, the velocity is the PID's velocity setpoint until the
     next command (so a stream's late sample reaches the arm as a step)."""
-    arm = SimulatedArm(psm_config, noise=False)
-    assert arm.servo_timing == "arrival"
+    assert SimulatedArm(psm_config, noise=False).servo_timing == "stamp"  # the default, gentler
+    arm = SimulatedArm(psm_config, noise=False, servo_timing="arrival")
     start = arm.q_ref.copy()
     goal = start + np.where(np.arange(7) == 0, 0.01, 0.0)
     speed = np.where(np.arange(7) == 0, 0.5, 0.0)

@@ -168,7 +168,9 @@ def test_planar_arm_through_the_nodes(planar_path, ros_env, tmp_path: Path):
                                                                               truth, strict=True)))
         assert max(r.relative_error) < 0.1, r.relative_error  # measured: 1.2 %, 4.3 %
         assert relative.max() < 0.15, relative  # measured: 7 % (the inertia), 4 % at most for the gravity ones
-        assert error < 0.02 * largest  # measured: 0.025 N m of 4.4 N m (0.6 %)
+        # measured: 0.02-0.12 N m of 4.4 N m (0.5-2.7 %) over nine runs on a loaded 2-core machine, the spread from
+        # the /clock pipeline's timing, not the fit (the same arm tracked in-process: under 1 %, the test above)
+        assert error < 0.03 * largest
 
         # gravity compensation from the identified model holds the arm where it was left
         goal = np.array([0.3, 1.2])

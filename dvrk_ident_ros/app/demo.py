@@ -149,14 +149,10 @@ def _psm_stage(out: Path, logs: Path, env: dict, rtf: float, periods: int) -> Pa
 
     bag = _fresh(out / "psm_bag")
     trajectory = config_directory() / "trajectories" / "psm_fourier.yaml"
-    # streamed servo_jp in simulation depends on the machine keeping up: a looser tracking limit than on the robot.
-    # The simulated arm takes each setpoint on arrival and holds it, as the dVRK does: the player's default 500 Hz
-    # stream and states at 500 Hz (the bridge's -p 0.002) keep the PID's setpoint steps small and above what the
-    # fit's filter passes (same machine, same hour: training errors 4.4 9.8 21.6 48.2 % on joints 1-4 with a 500 Hz
-    # stream and 200 Hz states, 7.9 12.6 35.6 57.7 % at 200 / 200, 3.4 3.4 19.2 48.9 % at 500 / 500)
-    seconds = _collect(PSM, trajectory, bag, logs, env, {"periods": periods, "stream_rate": 500.0,
+    # streamed servo_jp in simulation depends on the machine keeping up: a looser tracking limit than on the robot
+    seconds = _collect(PSM, trajectory, bag, logs, env, {"periods": periods, "stream_rate": 200.0,
                                                          "tracking_error_limit": SIM_PSM_TRACKING_LIMITS}, rtf, 600.0,
-                       rate=500.0)
+                       rate=200.0)
     model = load_model("psm")
     data = load_dataset(bag, "bag", joints=model.dof, dvrk_from_motor=model.A)
     print(f"[{PSM}] simulated arm + trajectory player + recorder: {data.t[-1] - data.t[0]:.1f} s of "

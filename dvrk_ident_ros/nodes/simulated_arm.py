@@ -23,12 +23,13 @@ rejected one is logged and the arm keeps its previous command.
 
 Time. The physics and the publishing run in a loop of their own (the main
 thread, on absolute deadlines: ``sim/pacing.py``); the commands are served by
-the executor in a second thread. A ``servo_jp`` (``jaw/servo_jp``) is taken
-when it arrives and held until the next, as the dVRK takes it, every command
-topic subscribed with depth 1 as the bridge does (``servo_timing`` arrival);
-with ``servo_timing`` stamp (gentler than a real arm) it is obeyed at the
-simulated instant of its stamp (at once if that has passed), so the arm follows
-a stream as it was sent, whatever the delivery and scheduling jitter.
+the executor in a second thread. Every command topic is subscribed with depth 1
+as the bridge does. With ``servo_timing`` arrival a ``servo_jp``
+(``jaw/servo_jp``) is taken when it arrives and held until the next, as the
+dVRK takes it; with stamp (the default, gentler than a real arm) it is obeyed
+at the simulated instant of its stamp (at once if that has passed), so the arm
+follows a stream as it was sent, whatever the delivery and scheduling jitter
+(its stream topics then keep 100 messages).
 
 - Wall clock (the default, like a real arm): a state period every
   1/``publish_rate`` s, stamped with the wall time it stands for (simulated

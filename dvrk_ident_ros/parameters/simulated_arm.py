@@ -32,9 +32,9 @@ SCHEMA = NodeSchema("simulated_arm", (
     Parameter("fault_tracking_error", Kind.DOUBLE, 0.5,
               "A joint whose PID setpoint and measured position part by more than this faults the arm (a tenth "
               "in m for prismatic)", unit="rad", minimum=0.0, exclusive_minimum=True),
-    Parameter("servo_timing", Kind.STRING, "arrival",
-              "How a streamed servo_jp is taken: arrival (as the dVRK: when it arrives, held until the next; "
-              "command topics depth 1) or stamp (gentler: at its stamp, carried forward between samples)",
+    Parameter("servo_timing", Kind.STRING, "stamp",
+              "How a streamed servo_jp is taken: stamp (gentler than the dVRK: at its stamp, carried forward "
+              "between samples) or arrival (as the dVRK: when it arrives, held until the next; depth 1)",
               choices=("arrival", "stamp")),
     Parameter("noise", Kind.BOOL, True, "Encoder quantisation and effort noise like a real arm; false = exact"),
     Parameter("seed", Kind.INTEGER, 0, "Seed of the noise generator", minimum=0),

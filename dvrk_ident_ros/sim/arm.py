@@ -21,10 +21,10 @@ it was:
 
 - ``servo_jp(q, qd, at=..., joints=...)``: PID position setpoint, meant to be
   streamed; ``joints``: the joints it sets (the PSM's arm and jaw streams).
-  With ``servo_timing="arrival"`` (the default, as the dVRK: mtsIntuitiveResearchKitArm
+  With ``servo_timing="arrival"`` (as the dVRK: mtsIntuitiveResearchKitArm
   stores the goal and its velocity, the PID takes them at its next period) it
   is taken at once and held, position and setpoint velocity, until the next;
-  ``at`` is ignored. With ``"stamp"`` (gentler than any real arm) ``at`` (its
+  ``at`` is ignored. With ``"stamp"`` (the default, gentler than any real arm) ``at`` (its
   stamp, in simulated time) delays it to the physics step at that time (one
   that arrives late is carried forward from its stamp; an older one than the
   setpoint in force is ignored), so a stream is followed as it was sent
@@ -165,7 +165,7 @@ class SimulatedArm:
                  physics_rate: float = 1500.0, initial_position: np.ndarray | None = None,
                  initial_state: str = "HOMED", homing_time: float = 3.0, dvrk_version: str = "2.4",
                  tool_engaged: bool = True, fault_tracking_error: float = FAULT_TRACKING_ERROR,
-                 servo_timing: str = "arrival"):
+                 servo_timing: str = "stamp"):
         if servo_timing not in SERVO_TIMINGS:
             raise DvrkIdentError(f"servo_timing {servo_timing!r}: one of {', '.join(SERVO_TIMINGS)}")
         self.servo_timing = servo_timing
