@@ -168,9 +168,10 @@ def test_planar_arm_through_the_nodes(planar_path, ros_env, tmp_path: Path):
                                                                               truth, strict=True)))
         assert max(r.relative_error) < 0.1, r.relative_error  # measured: 1.2 %, 4.3 %
         assert relative.max() < 0.15, relative  # measured: 7 % (the inertia), 4 % at most for the gravity ones
-        # measured: 0.02-0.12 N m of 4.4 N m (0.5-2.7 %) over nine runs on a loaded 2-core machine, the spread from
-        # the /clock pipeline's timing, not the fit (the same arm tracked in-process: under 1 %, the test above)
-        assert error < 0.03 * largest
+        # measured: 0.02-0.134 N m of 4.4 N m (0.5-3.0 %) over ten runs on a loaded 2-core machine (CI's quieter one:
+        # about 0.025), the spread from the /clock pipeline's timing, not the fit (the same arm tracked in-process:
+        # under 1 %, the test above); a gravity model gone wrong is off by tens of percent
+        assert error < 0.04 * largest
 
         # gravity compensation from the identified model holds the arm where it was left
         goal = np.array([0.3, 1.2])
