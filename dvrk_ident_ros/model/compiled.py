@@ -64,30 +64,27 @@ class CompiledModel:
             getattr(library, name).restype = None
         self._q, self._qd, self._qdd, self._zeros = (np.zeros(dof) for _ in range(4))
         self._out = np.zeros((dof, params))
-        self._addr = {id(a): a.ctypes.data for a in (self._q, self._qd, self._qdd, self._zeros, self._out)}
+        # the addresses once: ndarray.ctypes.data itself costs about 2 us a call
+        self._q_at, self._qd_at, self._qdd_at, self._zeros_at, self._out_at = (
+            a.ctypes.data for a in (self._q, self._qd, self._qdd, self._zeros, self._out))
         self._regressor, self._inertia, self._gravity = library.regressor, library.inertia, library.gravity
-
-    def _at(self, buffer: np.ndarray, values: np.ndarray) -> int:
-        """``values`` copied into ``buffer`` (checked length, converted to float); the buffer's address."""
-        buffer[:] = values
-        return self._addr[id(buffer)]
 
     def regressor(self, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray) -> np.ndarray:
         """H (n x P) at one state (a view into a buffer reused by the next call)."""
-        self._regressor(self._at(self._q, q), self._at(self._qd, qd), self._at(self._qdd, qdd),
-                        self._addr[id(self._out)])
+        self._q[:], self._qd[:], self._qdd[:] = q, qd, qdd  # checked length, converted to float
+        self._regressor(self._q_at, self._qd_at, self._qdd_at, self._out_at)
         return self._out
 
     def inertia(self, q: np.ndarray, qdd: np.ndarray) -> np.ndarray:
         """The inertial regressor (n x P) for acceleration ``qdd`` at rest; a reused buffer, as ``regressor``."""
-        self._inertia(self._at(self._q, q), self._addr[id(self._zeros)], self._at(self._qdd, qdd),
-                      self._addr[id(self._out)])
+        self._q[:], self._qdd[:] = q, qdd
+        self._inertia(self._q_at, self._zeros_at, self._qdd_at, self._out_at)
         return self._out
 
     def gravity(self, q: np.ndarray) -> np.ndarray:
         """Gravity (and spring) regressor (n x P) at one position; a reused buffer, as ``regressor``."""
-        zeros = self._addr[id(self._zeros)]
-        self._gravity(self._at(self._q, q), zeros, zeros, self._addr[id(self._out)])
+        self._q[:] = q
+        self._gravity(self._q_at, self._zeros_at, self._zeros_at, self._out_at)
         return self._out
 
 

@@ -23,13 +23,14 @@ rejected one is logged and the arm keeps its previous command.
 
 Time. The physics and the publishing run in a loop of their own (the main
 thread, on absolute deadlines: ``sim/pacing.py``); the commands are served by
-the executor in a second thread. Every command topic is subscribed with depth 1
-as the bridge does. With ``servo_timing`` arrival a ``servo_jp``
-(``jaw/servo_jp``) is taken when it arrives and held until the next, as the
-dVRK takes it; with stamp (the default, gentler than a real arm) it is obeyed
-at the simulated instant of its stamp (at once if that has passed), so the arm
+the executor in a second thread. The event commands (state_command, the teleop
+stand-in, the fault hook) are subscribed with depth 1 as the bridge does. With
+``servo_timing`` arrival a ``servo_jp`` (``jaw/servo_jp``) is taken when it
+arrives and held until the next, as the dVRK takes it, the motion topics at
+depth 1 too; with stamp (the default, gentler than a real arm) it is obeyed at
+the simulated instant of its stamp (at once if that has passed), so the arm
 follows a stream as it was sent, whatever the delivery and scheduling jitter
-(its stream topics then keep 100 messages).
+(the motion topics then keep 100 messages).
 
 - Wall clock (the default, like a real arm): a state period every
   1/``publish_rate`` s, stamped with the wall time it stands for (simulated
@@ -99,8 +100,8 @@ WALL_MAX_LAG = 0.5  # s: a wall-clock lag up to this is caught up, a longer one 
 #: 0.5 ms) is in before its instant is simulated; a state is published this long after the instant its stamp gives
 WALL_DELAY = 0.002
 CATCH_UP_YIELD = 0.0  # s: before catching up, the loop yields (GIL, CPU) so the command thread takes what arrived
-#: The bridge's subscribers (every command topic): reliable, volatile, depth 1 (a command that arrives before
-#: the previous one was taken replaces it, as on the real arm)
+#: The bridge's subscribers: reliable, volatile, depth 1 (a command that arrives before the previous one was
+#: taken replaces it, as on the real arm); the event commands always, the motion topics with servo_timing arrival
 COMMAND_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1, reliability=ReliabilityPolicy.RELIABLE)
 
 

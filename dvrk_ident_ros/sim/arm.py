@@ -312,8 +312,8 @@ class SimulatedArm:
         else:
             qd = np.where(mask, self.checker.finite(velocity, "servo_jp velocity"), base_qd)
             qd = self.checker.speed(qd, "servo_jp velocity", scale=1.5)
-        by_stamp = self._by_stamp and at is not None and abs(at - self.time) <= SERVO_CLOCK
-        stamp = float(at) if by_stamp and at is not None else self.time
+        stamped = at is not None and abs(at - self.time) <= SERVO_CLOCK  # else on another clock: no stamp
+        stamp = float(at) if stamped and self._by_stamp and at is not None else self.time
         now = q + qd * max(0.0, self.time - stamp)  # a late command: where it says the stream is now
         jump = np.where(mask, np.abs(now - in_force), 0.0)
         if np.max(jump) > MAX_SERVO_JUMP:
@@ -321,7 +321,7 @@ class SimulatedArm:
             raise SafetyError(f"servo_jp position: {self.names[i]} jumps {jump[i]:.3f} from the current setpoint "
                               f"(at most {MAX_SERVO_JUMP}; use move_jp)")
         self._arrivals += 1
-        if not self._by_stamp and at is not None and abs(at - self.time) <= SERVO_CLOCK:
+        if stamped and not self._by_stamp and at is not None:
             self._record_lateness(self.time - at)  # taken on arrival: how long after its stamp that was
         if stamp <= self.time + 0.5 * self.dt:
             self._apply_servo(q, qd, mask, stamp)
