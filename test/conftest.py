@@ -21,8 +21,12 @@ def _rclpy_available() -> bool:
 
 
 def next_domain_id() -> int:
-    """A ROS_DOMAIN_ID unused by earlier tests of this run (1..100, valid on Linux)."""
-    return 1 + (os.getpid() * 13 + next(_domain_counter)) % 100
+    """A ROS_DOMAIN_ID unused by earlier tests of this run, in DVRK_IDENT_TEST_DOMAINS ("low:high", both
+    included; default 1:100, valid on Linux): tools/test.sh gives two pytest runs side by side disjoint
+    ranges."""
+    low, _, high = os.environ.get("DVRK_IDENT_TEST_DOMAINS", "1:100").partition(":")
+    first, last = int(low), int(high)
+    return first + (os.getpid() * 13 + next(_domain_counter)) % (last - first + 1)
 
 
 @pytest.fixture

@@ -105,3 +105,5 @@ def test_compiled_and_numpy_dynamics_agree():
     q, qd = rng.normal(0, 0.5, 7), rng.normal(0, 1, 7)
     assert np.allclose(fast.mass_matrix(q), slow.mass_matrix(q), rtol=1e-12, atol=1e-14)
     assert np.allclose(fast.bias(q, qd), slow.bias(q, qd), rtol=1e-12, atol=1e-14)
+    known = fast.known_torques(q)  # the MTM's joint-4 cable, compiled; projected on motors 2, 3 and 4
+    assert np.count_nonzero(known) == 3 and np.allclose(known, slow.known_torques(q), rtol=1e-12, atol=1e-14)

@@ -20,8 +20,8 @@ from sympy.printing.c import C99CodePrinter
 from dvrk_ident_ros.model import codegen, symbolic
 from dvrk_ident_ros.model.arm_model import ArmModel
 
-_PROGRAMS = ("regressor", "inertia", "gravity")
-_LIBRARY_VERSION = 2  # bump when _PROGRAMS or the C printer change
+_PROGRAMS = ("regressor", "inertia", "gravity", "known")
+_LIBRARY_VERSION = 3  # bump when _PROGRAMS or the C printer change
 
 
 class _Printer(C99CodePrinter):
@@ -49,7 +49,7 @@ def _c_function(program: symbolic.Program, motor_names: tuple[str, ...]) -> str:
 
 
 class CompiledModel:
-    """C versions of ``regressor``, ``inertia`` and ``gravity`` for one sample.
+    """C versions of ``regressor``, ``inertia``, ``gravity`` and ``known`` for one sample.
 
     The arguments are copied into buffers allocated once, whose addresses are passed as plain integers:
     no allocation and no ctypes pointer object per call (converting four arrays with ``data_as`` cost more
@@ -64,10 +64,12 @@ class CompiledModel:
             getattr(library, name).restype = None
         self._q, self._qd, self._qdd, self._zeros = (np.zeros(dof) for _ in range(4))
         self._out = np.zeros((dof, params))
+        self._known_out = np.zeros(dof)
         # the addresses once: ndarray.ctypes.data itself costs about 2 us a call
-        self._q_at, self._qd_at, self._qdd_at, self._zeros_at, self._out_at = (
-            a.ctypes.data for a in (self._q, self._qd, self._qdd, self._zeros, self._out))
+        self._q_at, self._qd_at, self._qdd_at, self._zeros_at, self._out_at, self._known_out_at = (
+            a.ctypes.data for a in (self._q, self._qd, self._qdd, self._zeros, self._out, self._known_out))
         self._regressor, self._inertia, self._gravity = library.regressor, library.inertia, library.gravity
+        self._known = library.known
 
     def regressor(self, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray) -> np.ndarray:
         """H (n x P) at one state (a view into a buffer reused by the next call)."""
@@ -86,6 +88,13 @@ class CompiledModel:
         self._q[:] = q
         self._gravity(self._q_at, self._zeros_at, self._zeros_at, self._out_at)
         return self._out
+
+    def known(self, q: np.ndarray) -> np.ndarray:
+        """The known (cable) torques (n,) at one position, motor space; a reused buffer, as ``regressor``
+        (the NumPy module's ``known`` costs about 80 us for one sample, the simulator's largest item)."""
+        self._q[:] = q
+        self._known(self._q_at, self._zeros_at, self._zeros_at, self._known_out_at)
+        return self._known_out
 
 
 def load_compiled(model: ArmModel) -> CompiledModel | None:

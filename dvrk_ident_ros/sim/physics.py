@@ -82,7 +82,10 @@ class ArmPhysics:
         at = q.copy()
         if self.known_torque_domain is not None:
             q = self.known_torque_domain(q)
-        self._known_value = self.model.known_torques(q[None])[0]
+        if self._c is not None:
+            self._known_value = self._c.known(q).copy()
+        else:
+            self._known_value = self.model.known_torques(q[None])[0]
         self._known_at = at
         return self._known_value
 
