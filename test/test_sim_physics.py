@@ -107,3 +107,24 @@ def test_compiled_and_numpy_dynamics_agree():
     assert np.allclose(fast.bias(q, qd), slow.bias(q, qd), rtol=1e-12, atol=1e-14)
     known = fast.known_torques(q)  # the MTM's joint-4 cable, compiled; projected on motors 2, 3 and 4
     assert np.count_nonzero(known) == 3 and np.allclose(known, slow.known_torques(q), rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("family", ["mtm", "psm"])
+def test_compiled_euler_step_is_the_numpy_one(family):
+    """The simulator's step in C (model/compiled.py _EULER_STEP) against ArmPhysics' NumPy step: friction
+    (sliding, at rest, offsets), the known torques and the solve, over random states and torques."""
+    model = load_model(family)
+    delta = plausible_parameters(model, np.random.default_rng(8))
+    fast, slow = ArmPhysics(model, delta), ArmPhysics(model, delta, compiled=False)
+    assert fast._euler is not None and slow._euler is None
+    rng = np.random.default_rng(9)
+    for k in range(20):
+        q, qd, tau = rng.normal(0, 0.4, model.dof), rng.normal(0, 0.5, model.dof), rng.normal(0, 0.3, model.dof)
+        if k % 4 == 0:
+            qd[rng.integers(model.dof)] = 0.0  # at rest: the stiff Coulomb damping, sign(v) = 0
+        state = ArmState(q, qd, 1.0)
+        a, b = fast.step_euler(state, tau, 1 / 1500), slow.step_euler(state, tau, 1 / 1500)
+        assert a.t == b.t
+        np.testing.assert_allclose(a.qd, b.qd, rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(a.q, b.q, rtol=1e-12, atol=1e-14)
+        assert not np.allclose(a.qd, qd)  # it moved: the comparison is not of two copies of the input

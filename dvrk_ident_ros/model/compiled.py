@@ -21,7 +21,65 @@ from dvrk_ident_ros.model import codegen, symbolic
 from dvrk_ident_ros.model.arm_model import ArmModel
 
 _PROGRAMS = ("regressor", "inertia", "gravity", "known")
-_LIBRARY_VERSION = 3  # bump when _PROGRAMS or the C printer change
+_LIBRARY_VERSION = 4  # bump when _PROGRAMS, the C printer or _EULER_STEP change
+
+#: One semi-implicit Euler step of the simulator (sim/physics.py ArmPhysics.step_euler, which documents it and
+#: keeps the NumPy version): h = H(q, qd, 0) rigid + known + friction(qd); (M + dt D) x = tau - h, D the smooth
+#: Coulomb friction's Jacobian; qd' = qd + dt x, q' = q + dt qd'. The solve is Gaussian elimination with partial
+#: pivoting (the matrix is symmetric positive definite, n is 7 or 8). N and P are defined before it.
+_EULER_STEP = r"""
+int euler_step(const double *q, const double *qd, const double *tau, const double *M, const double *known,
+               const double *rigid, const double *C, const double *fv, const double *fc, const double *fo,
+               int n_friction, double coulomb_velocity, double dt, double *H, double *q_out, double *qd_out) {
+  double zeros[N] = {0.0}, h[N], A[N][N], b[N];
+  regressor(q, qd, zeros, H);
+  for (int i = 0; i < N; ++i) {
+    double sum = known[i];
+    for (int k = 0; k < P; ++k) sum += H[i * P + k] * rigid[k];
+    h[i] = sum;
+    for (int j = 0; j < N; ++j) A[i][j] = M[i * N + j];
+  }
+  for (int e = 0; e < n_friction; ++e) {
+    const double *c = C + e * N;
+    double v = 0.0;
+    for (int j = 0; j < N; ++j) v += c[j] * qd[j];
+    const double x = v / coulomb_velocity, slip = tanh(x);
+    const double force = fv[e] * v + fc[e] * slip + fo[e] * fabs(slip);
+    const double ex = exp(-2.0 * fabs(x)), sech2 = 4.0 * ex / ((1.0 + ex) * (1.0 + ex));
+    double slope = fv[e] + (fc[e] + fo[e] * ((v > 0.0) - (v < 0.0))) / coulomb_velocity * sech2;
+    if (slope < 0.0) slope = 0.0;
+    for (int j = 0; j < N; ++j) {
+      h[j] += c[j] * force;
+      for (int k = 0; k < N; ++k) A[j][k] += dt * c[j] * slope * c[k];
+    }
+  }
+  for (int i = 0; i < N; ++i) b[i] = tau[i] - h[i];
+  for (int col = 0; col < N; ++col) {
+    int pivot = col;
+    for (int r = col + 1; r < N; ++r) if (fabs(A[r][col]) > fabs(A[pivot][col])) pivot = r;
+    if (A[pivot][col] == 0.0) return 1;
+    if (pivot != col) {
+      for (int k = 0; k < N; ++k) { const double t = A[col][k]; A[col][k] = A[pivot][k]; A[pivot][k] = t; }
+      const double t = b[col]; b[col] = b[pivot]; b[pivot] = t;
+    }
+    for (int r = col + 1; r < N; ++r) {
+      const double f = A[r][col] / A[col][col];
+      for (int k = col; k < N; ++k) A[r][k] -= f * A[col][k];
+      b[r] -= f * b[col];
+    }
+  }
+  for (int i = N - 1; i >= 0; --i) {
+    double sum = b[i];
+    for (int k = i + 1; k < N; ++k) sum -= A[i][k] * b[k];
+    b[i] = sum / A[i][i];
+  }
+  for (int i = 0; i < N; ++i) {
+    qd_out[i] = qd[i] + dt * b[i];
+    q_out[i] = q[i] + dt * qd_out[i];
+  }
+  return 0;
+}
+"""
 
 
 class _Printer(C99CodePrinter):
@@ -48,6 +106,35 @@ def _c_function(program: symbolic.Program, motor_names: tuple[str, ...]) -> str:
     return "\n".join(lines)
 
 
+class EulerStep:
+    """The compiled semi-implicit Euler step (``_EULER_STEP``) with one arm's constants: the rigid-body
+    parameters (friction zeroed), the friction elements (velocity map C, Fv, Fc, Fo) and the smooth Coulomb
+    velocity. Arguments go through buffers allocated once, as :class:`CompiledModel`'s."""
+
+    def __init__(self, model: CompiledModel, rigid: np.ndarray, C: np.ndarray, fv: np.ndarray, fc: np.ndarray,
+                 fo: np.ndarray, coulomb_velocity: float):
+        n = model.dof
+        self._constants = [np.ascontiguousarray(a, dtype=float) for a in (rigid, C.reshape(-1, n), fv, fc, fo)]
+        self._q, self._qd, self._tau, self._known, self.q_out, self.qd_out = (np.zeros(n) for _ in range(6))
+        self._M = np.zeros((n, n))
+        self._H = np.zeros((n, model.params))
+        step = model.library.euler_step
+        kinds: list[type] = [ctypes.c_void_p] * 10 + [ctypes.c_int, ctypes.c_double, ctypes.c_double]
+        step.argtypes = kinds + [ctypes.c_void_p] * 3
+        step.restype = ctypes.c_int
+        self._step = step
+        self._head = [a.ctypes.data for a in (self._q, self._qd, self._tau, self._M, self._known, *self._constants)]
+        self._n_friction = len(fv)
+        self._coulomb_velocity = float(coulomb_velocity)
+        self._tail = [a.ctypes.data for a in (self._H, self.q_out, self.qd_out)]
+
+    def __call__(self, q: np.ndarray, qd: np.ndarray, tau: np.ndarray, M: np.ndarray, known: np.ndarray,
+                 dt: float) -> bool:
+        """One step into ``q_out``, ``qd_out`` (reused buffers); False if the matrix was singular."""
+        self._q[:], self._qd[:], self._tau[:], self._M[:], self._known[:] = q, qd, tau, M, known
+        return self._step(*self._head, self._n_friction, self._coulomb_velocity, dt, *self._tail) == 0
+
+
 class CompiledModel:
     """C versions of ``regressor``, ``inertia``, ``gravity`` and ``known`` for one sample.
 
@@ -58,7 +145,7 @@ class CompiledModel:
 
     def __init__(self, library: ctypes.CDLL, dof: int, params: int):
         self.dof, self.params = dof, params
-        self._lib = library
+        self.library = library
         for name in _PROGRAMS:
             getattr(library, name).argtypes = [ctypes.c_void_p] * 4
             getattr(library, name).restype = None
@@ -70,6 +157,11 @@ class CompiledModel:
             a.ctypes.data for a in (self._q, self._qd, self._qdd, self._zeros, self._out, self._known_out))
         self._regressor, self._inertia, self._gravity = library.regressor, library.inertia, library.gravity
         self._known = library.known
+
+    def euler_step(self, rigid: np.ndarray, C: np.ndarray, fv: np.ndarray, fc: np.ndarray, fo: np.ndarray,
+                   coulomb_velocity: float) -> EulerStep:
+        """The simulator's compiled integration step with these constants (see :class:`EulerStep`)."""
+        return EulerStep(self, rigid, C, fv, fc, fo, coulomb_velocity)
 
     def regressor(self, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray) -> np.ndarray:
         """H (n x P) at one state (a view into a buffer reused by the next call)."""
@@ -109,6 +201,7 @@ def load_compiled(model: ArmModel) -> CompiledModel | None:
         motors = tuple(m.name for m in model.description.motor_symbols)
         programs = {p.name: p for p in symbolic.all_programs(model.description)}
         source = "#include <math.h>\n\n" + "\n\n".join(_c_function(programs[n], motors) for n in _PROGRAMS)
+        source += f"\n\n#define N {model.dof}\n#define P {len(model.layout)}\n{_EULER_STEP}"
         c_path = directory / f"{model.description.arm}_{key}_c.c"
         c_path.write_text(source)
         tmp = library_path.with_suffix(f".tmp{os.getpid()}.so")

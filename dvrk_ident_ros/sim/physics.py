@@ -52,6 +52,11 @@ class ArmPhysics:
         self._fo = np.clip([self.delta[layout.index(f"Fo{o}")] for o, _ in coords], -self._fc, self._fc)
         self.coulomb_velocity = coulomb_velocity
         self._known = bool(d.known_torques)
+        self._no_known = np.zeros(self.n)
+        #: the compiled step_euler (None without a C compiler: the NumPy one below)
+        self._euler = None if self._c is None else self._c.euler_step(
+            self._rigid, self._C if friction else np.zeros((0, self.n)), self._fv, self._fc, self._fo,
+            coulomb_velocity)
         self._unit = np.eye(self.n)
         # motor inertia is not in the rigid-body inertia program: I_m c c^T per element
         self._motor_inertia = self.model._motor_inertia(np.eye(self.n), self.delta)
@@ -155,6 +160,10 @@ class ArmPhysics:
         Coulomb term is a stiff damper (fc / v_s) that explicit Euler would
         make unstable on the light wrist joints.
         """
+        if self._euler is not None:  # the same computation in C (model/compiled.py), about 6x faster
+            known = self.known_torques(state.q) if self._known else self._no_known
+            if self._euler(state.q, state.qd, tau, self.mass_matrix(state.q), known, dt):
+                return ArmState(self._euler.q_out.copy(), self._euler.qd_out.copy(), state.t + dt)
         M = self.mass_matrix(state.q) + dt * self.friction_damping(state.qd)
         qd = state.qd + dt * np.linalg.solve(M, tau - self.bias(state.q, state.qd))
         return ArmState(state.q + dt * qd, qd, state.t + dt)
