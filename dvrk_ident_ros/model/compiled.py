@@ -202,11 +202,13 @@ def load_compiled(model: ArmModel) -> CompiledModel | None:
         programs = {p.name: p for p in symbolic.all_programs(model.description)}
         source = "#include <math.h>\n\n" + "\n\n".join(_c_function(programs[n], motors) for n in _PROGRAMS)
         source += f"\n\n#define N {model.dof}\n#define P {len(model.layout)}\n{_EULER_STEP}"
-        c_path = directory / f"{model.description.arm}_{key}_c.c"
+        # each process its own source and library files (two processes may build the same model at once)
+        c_path = directory / f"{model.description.arm}_{key}_c{_LIBRARY_VERSION}.tmp{os.getpid()}.c"
         c_path.write_text(source)
         tmp = library_path.with_suffix(f".tmp{os.getpid()}.so")
         result = subprocess.run([compiler, "-O2", "-shared", "-fPIC", "-o", str(tmp), str(c_path), "-lm"],
                                 capture_output=True, text=True)
+        os.replace(c_path, directory / f"{model.description.arm}_{key}_c{_LIBRARY_VERSION}.c")  # kept to read
         if result.returncode != 0:
             return None
         os.replace(tmp, library_path)
