@@ -31,10 +31,10 @@ else
   # clock). Disjoint ROS_DOMAIN_ID ranges keep the two runs' nodes apart.
   idle() { if chrt -i 0 true 2>/dev/null; then chrt -i 0 "$@"; else nice -n 19 "$@"; fi; }
   core_log=build/pytest-core.log
-  DVRK_IDENT_TEST_DOMAINS=71:100 idle "$venv/bin/python" -m pytest test -m "not ros" -p no:cacheprovider \
+  DVRK_IDENT_TEST_DOMAINS=71:100 idle "$venv/bin/python" -m pytest test -m "not ros" -p no:cacheprovider --durations=10 \
       > "$core_log" 2>&1 &
   core_pid=$!
-  DVRK_IDENT_TEST_DOMAINS=1:70 "$venv/bin/python" -m pytest test -m ros
+  DVRK_IDENT_TEST_DOMAINS=1:70 "$venv/bin/python" -m pytest test -m ros --durations=10
   node_tests=$?
   wait "$core_pid"
   core_tests=$?
