@@ -122,7 +122,7 @@ def nodes_env(ros_env):
 
 def _small_grid(path: Path) -> Path:
     """Every joint swept over a narrow range (3-5 poses a sweep, two auxiliary values): 68 poses, 48 kept
-    (each sweep's first is left out); about 25 s on the simulated arm at 3x real time; enough for
+    (each sweep's first is left out); about 70 s on the simulated arm at 1.5x real time; enough for
     first-order polynomials."""
     from dvrk_ident_ros.excitation.grid import make_grid
 
@@ -231,7 +231,10 @@ def test_gc_calibration_on_the_simulated_mtml(tmp_path: Path, nodes_env):
     grid = _small_grid(tmp_path / "small_grid.yaml")
     nodes = launch_plan("gc_calibration", ["arm:=mtml", "serial:=1234", "sim:=True", f"grid_file:={grid}",
                                            f"output_directory:={out}", "hold_poses:=2", "hold_time:=1.0"],
-                        overrides={"simulated_arm": {"homing_time": 0.5, "real_time_factor": 3.0},
+                        # 1.5x real time: with the simulator's step in C it reaches 2x of 3x asked, and then a loaded
+                        # CI machine's recorder missed whole sampling windows (3 poses without a sample); the
+                        # pipeline ran at 1.1-1.6x in every passing run before
+                        overrides={"simulated_arm": {"homing_time": 0.5, "real_time_factor": 1.5},
                                    "gc_calibration": {"orders": "1,1,1,1,1,1"}})
     start = time.monotonic()
     result = LaunchPlan("gc_calibration.launch.py", nodes, log_dir=tmp_path / "logs", env=nodes_env).run(timeout=240)
