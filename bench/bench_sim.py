@@ -24,11 +24,11 @@ def run() -> bool:
         # two identical arms make the same moves by turns: one integrates in C, the other with ArmPhysics' NumPy step
         arms = {kind: SimulatedArm(config, config.spec.variant(arm), seed=1) for kind in ("C", "NumPy")}
         arms["NumPy"].physics._euler = None
+        goal = config.home + np.where(np.arange(len(config.home)) == 2, 0.02, 0.3) * scale
         runs: dict[str, list[float]] = {"C": [], "NumPy": []}
         for k in range(5):  # PID + built-in compensation + hysteresis + physics, while moving
             for kind, sim in arms.items():
-                goal = sim.config.home + np.where(np.arange(sim.dof) == 2, 0.02, 0.3) * scale
-                sim.move_jp(goal if k % 2 == 0 else sim.config.home)
+                sim.move_jp(goal if k % 2 == 0 else config.home)
                 start = time.perf_counter()
                 for _ in range(750):
                     sim.step()

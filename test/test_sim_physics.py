@@ -109,13 +109,14 @@ def test_compiled_and_numpy_dynamics_agree():
     assert np.count_nonzero(known) == 3 and np.allclose(known, slow.known_torques(q), rtol=1e-12, atol=1e-14)
 
 
-@pytest.mark.parametrize("family", ["mtm", "psm"])
-def test_compiled_euler_step_is_the_numpy_one(family):
+@pytest.mark.parametrize("family,friction", [("mtm", True), ("psm", True), ("mtm", False)])
+def test_compiled_euler_step_is_the_numpy_one(family, friction):
     """The simulator's step in C (model/compiled.py _EULER_STEP) against ArmPhysics' NumPy step: friction
-    (sliding, at rest, offsets), the known torques and the solve, over random states and torques."""
+    (sliding, at rest, offsets; or none), the known torques and the solve, over random states and torques."""
     model = load_model(family)
     delta = plausible_parameters(model, np.random.default_rng(8))
-    fast, slow = ArmPhysics(model, delta), ArmPhysics(model, delta, compiled=False)
+    fast = ArmPhysics(model, delta, friction=friction)
+    slow = ArmPhysics(model, delta, friction=friction, compiled=False)
     assert fast._euler is not None and slow._euler is None
     rng = np.random.default_rng(9)
     for k in range(20):

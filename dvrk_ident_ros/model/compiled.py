@@ -114,7 +114,10 @@ class EulerStep:
     def __init__(self, model: CompiledModel, rigid: np.ndarray, C: np.ndarray, fv: np.ndarray, fc: np.ndarray,
                  fo: np.ndarray, coulomb_velocity: float):
         n = model.dof
-        self._constants = [np.ascontiguousarray(a, dtype=float) for a in (rigid, C.reshape(-1, n), fv, fc, fo)]
+        C = C.reshape(-1, n)
+        if C.shape[0] and not len(fv) == len(fc) == len(fo) == C.shape[0]:
+            raise ValueError(f"{C.shape[0]} friction elements, {len(fv)}/{len(fc)}/{len(fo)} Fv/Fc/Fo values")
+        self._constants = [np.ascontiguousarray(a, dtype=float) for a in (rigid, C, fv, fc, fo)]
         self._q, self._qd, self._tau, self._known, self.q_out, self.qd_out = (np.zeros(n) for _ in range(6))
         self._M = np.zeros((n, n))
         self._H = np.zeros((n, model.params))
@@ -124,7 +127,7 @@ class EulerStep:
         step.restype = ctypes.c_int
         self._step = step
         self._head = [a.ctypes.data for a in (self._q, self._qd, self._tau, self._M, self._known, *self._constants)]
-        self._n_friction = len(fv)
+        self._n_friction = C.shape[0]  # no rows: friction off (the C program then reads no Fv, Fc, Fo)
         self._coulomb_velocity = float(coulomb_velocity)
         self._tail = [a.ctypes.data for a in (self._H, self.q_out, self.qd_out)]
 

@@ -160,7 +160,7 @@ class ArmPhysics:
         Coulomb term is a stiff damper (fc / v_s) that explicit Euler would
         make unstable on the light wrist joints.
         """
-        if self._euler is not None:  # the same computation in C (model/compiled.py), about 6x faster
+        if self._euler is not None:  # the same computation in C (model/compiled.py; `make bench` times both)
             known = self.known_torques(state.q) if self._known else self._no_known
             if self._euler(state.q, state.qd, tau, self.mass_matrix(state.q), known, dt):
                 return ArmState(self._euler.q_out.copy(), self._euler.qd_out.copy(), state.t + dt)
