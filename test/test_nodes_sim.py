@@ -274,8 +274,12 @@ def test_publish_clock_drives_the_stamps(ros_env, rclpy_context):
     assert np.all(np.diff(stamps) > 0)
     assert np.allclose(np.diff(stamps), 1.0 / rate, atol=1e-6)  # the state every publish period
     assert ticks[0] < 1e6 and stamps[-1] < 1e6, "stamps from the wall clock, not from /clock"
-    in_clock = np.isin(np.round(stamps * 1e9), np.round(ticks * 1e9))
-    assert in_clock[:-5].all(), "measured_js stamps that /clock never announced"
+    # judged over the span the probe heard /clock: its /clock and measured_js subscriptions match the
+    # simulator's publishers each in their own time (a fresh-clone CI run had the first state's tick unheard)
+    heard = (stamps >= ticks[0]) & (stamps <= ticks[-1])
+    assert np.count_nonzero(heard) > 50, f"{np.count_nonzero(heard)} states within the /clock heard"
+    in_clock = np.isin(np.round(stamps[heard] * 1e9), np.round(ticks * 1e9))
+    assert in_clock.all(), "measured_js stamps that /clock never announced"
 
 
 @pytest.mark.ros
