@@ -8,6 +8,7 @@ from dvrk_ident_ros.app.jobs import gc_fit_job
 from dvrk_ident_ros.errors import DataError
 from dvrk_ident_ros.estimators import DEFAULT_GRAVITY_ESTIMATOR, GRAVITY, estimator_names, method_help
 from dvrk_ident_ros.files import add_command_group
+from dvrk_ident_ros.gc.bound import format_bound
 from dvrk_ident_ros.gc.crossval import cross_validate, select_orders
 from dvrk_ident_ros.gc.data import EFFORTS
 from dvrk_ident_ros.gc.fits import FITS
@@ -68,6 +69,7 @@ def _held_out_report(args: argparse.Namespace, params, data) -> dict:
     fit = FITS[args.method]
     ours = held_out_errors(lambda d: fit(d, None), data, folds)
     theirs = held_out_errors(FixedFile(params.theta_pos, params.theta_neg).fit, data, folds)
+    bound = format_bound(data, folds)
     return {"protocol": f"{args.sweep_folds} folds of whole sweeps + the {100 * args.far:g} % farthest poses "
                         "per joint; relative RMS (%) of each joint's torque on its held-out poses, both directions "
                         "(mean_cross: each joint's torque at rest on the other joints' held-out sweeps, a guard)",
@@ -75,6 +77,10 @@ def _held_out_report(args: argparse.Namespace, params, data) -> dict:
             "estimator": {"method": args.method, "refitted": "on each fold", **_percent(ours)},
             "file": {"path": str(args.params), "refitted": "no (its held-out poses may have been in its fit)",
                      **_percent(theirs)},
+            "format_bound": {"what": "the least figure any one gc file has on these poses and folds (gc/bound.py), "
+                                     "held-out poses seen: what the 40-parameter format leaves",
+                             **{f"joint{i}": round(100 * float(e), 2) for i, e in enumerate(bound.per_joint, 1)},
+                             "mean": round(100 * bound.mean(), 2)},
             "estimator_vs_file_mean_change_percent": round(100 * (ours.mean() / theirs.mean() - 1), 1)}
 
 
