@@ -364,6 +364,10 @@ def test_player_cancel_mid_way(ros_env, rclpy_context, tmp_path):
         sent_after = len(bench.servo_jp)
         bench.probe.spin_for(0.3)
         assert len(bench.servo_jp) == sent_after, "the player kept streaming after the cancel"
+        # its last word: the last setpoint again at velocity 0 (the dVRK's PID keeps a servo_jp's velocity)
+        last, before = bench.servo_jp[-1][1], bench.servo_jp[-2][1]
+        assert np.all(np.asarray(last.velocity) == 0.0) and np.any(np.asarray(before.velocity) != 0.0)
+        assert np.allclose(last.position, before.position, rtol=0, atol=1e-9)
         assert sim.poll() is None and player.poll() is None
         # Ctrl-C while a goal plays: the goal ends aborted (the action protocol's canceled needs a cancel
         # request), its result says canceled by the shutdown, and the node exits cleanly
@@ -385,6 +389,30 @@ def test_player_cancel_mid_way(ros_env, rclpy_context, tmp_path):
     assert (shutdown.status, shutdown.result.outcome) == (STATUS_ABORTED, PlayTrajectory.Result.OUTCOME_CANCELED), \
         shutdown.result.message
     assert "Traceback" not in out and "RCLError" not in out and "invalid transition" not in out, out
+
+
+@pytest.mark.ros
+def test_a_tracking_abort_leaves_the_arm_at_rest_where_it_is(ros_env, rclpy_context, tmp_path):
+    """Tracking limits no arm meets: the run aborts at the first check, and the player's last servo_jp holds
+    the measured pose at velocity 0 (not the setpoint the arm could not follow, nor its velocity)."""
+    from dvrk_ident.action import PlayTrajectory
+
+    path = _trajectory(tmp_path / "short.yaml")
+    bench = _Bench(rclpy_context, "player_test_tracking")
+    with running(_sim(), ros_env) as sim, \
+            running(_player("tracking_error_limit:=[1e-7,1e-7,1e-7,1e-7,1e-7,1e-7,1e-7]"), ros_env) as player:
+        bench.wait_ready(sim, player)
+        status, result = bench.play(path)
+        bench.probe.spin_for(0.5)
+        measured, speed = (np.array(getattr(bench.measured[-1][1], f)) for f in ("position", "velocity"))
+    bench.close()
+    assert (status, result.outcome) == (STATUS_ABORTED, PlayTrajectory.Result.OUTCOME_ABORTED_TRACKING), \
+        result.message
+    assert "stopped at the measured pose, velocity 0" in result.message, result.message
+    last, before = bench.servo_jp[-1][1], bench.servo_jp[-2][1]
+    assert np.all(np.asarray(last.velocity) == 0.0) and np.any(np.asarray(before.velocity) != 0.0)
+    assert np.max(np.abs(np.asarray(last.position) - measured)) < 0.01  # the arm came to rest about there
+    assert np.max(np.abs(speed)) < 0.01, speed
 
 
 def _wall_sim(*params: str, arm: str = ARM) -> list[str]:

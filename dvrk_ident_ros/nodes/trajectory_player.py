@@ -124,6 +124,7 @@ class Session:
     reason: str = ""  # the current reason for waiting, and since when (steady)
     reason_since: float = 0.0
     commands_sent: int = 0
+    last_servo: np.ndarray | None = None  # the last servo_jp position sent (a Fourier stream)
     clock: StreamClock | None = None  # the Fourier stream's timing
     max_error: np.ndarray = field(default_factory=lambda: np.zeros(0))  # per joint, over the tracking checks
     rate_checked: bool = False
@@ -447,6 +448,8 @@ class TrajectoryPlayerNode(Node):
             return
         self.session = None
         self._stream(False)
+        if outcome != Result.OUTCOME_SUCCEEDED:
+            message += self._come_to_rest(s, outcome)
         duration = self.now() - s.start if s.started else 0.0
         result = Result(outcome=outcome, message=message, duration=duration,
                         max_tracking_error=s.monitor.max_error, commands_sent=s.commands_sent)
@@ -478,6 +481,22 @@ class TrajectoryPlayerNode(Node):
         s.future.set_result(result)
         if self.autostart:  # 2: refused before any motion (as for a bad configuration); 1: aborted
             self.exit_code = 0 if outcome == Result.OUTCOME_SUCCEEDED else 1 if s.started else 2
+
+    def _come_to_rest(self, s: Session, outcome: int) -> str:
+        """A stream ended early: one last servo_jp at zero velocity (the dVRK's PID keeps the last servo_jp's
+        velocity until the next command), at the measured pose after a tracking abort (the arm stops pushing
+        towards a setpoint it could not follow), else at the last setpoint; checked against the limits like
+        every command. Nothing to an arm that is not ready (it ignores commands then). Returns what it did."""
+        if s.last_servo is None or not self._may_run(self.arm_state.status) or self._last_sample != "valid":
+            return ""
+        at_measured = outcome == Result.OUTCOME_ABORTED_TRACKING
+        try:
+            q = self.checker.position(self.q.copy() if at_measured else s.last_servo, "the stop's setpoint")
+        except SafetyError:
+            q, at_measured = s.last_servo, False
+        self._send_position(q, np.zeros(len(q)), move=False)
+        s.commands_sent += 1
+        return f"; stopped at {'the measured pose' if at_measured else 'the last setpoint'}, velocity 0"
 
     # -- the stream --------------------------------------------------------------------
     def _send_position(self, q: np.ndarray, velocity: np.ndarray | None, move: bool, stamp=None) -> None:
@@ -535,6 +554,7 @@ class TrajectoryPlayerNode(Node):
                     finally:
                         s.max_error = np.maximum(s.max_error, s.monitor.error)
                 self._send_position(sp.servo_position, sp.velocity, move=False, stamp=clock_now.to_msg())
+                s.last_servo = sp.servo_position
                 s.commands_sent += 1
             else:
                 if self._move.failed:
