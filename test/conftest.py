@@ -13,6 +13,11 @@ import pytest
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SHARED = REPO_ROOT.parent / "shared"
 
+# Humble's generated messages always check every field's type on assignment; Jazzy's and Kilted's only with
+# this set (read when a message module is imported: before any is). The tests and every node they start
+# check as Humble does, so a float field given a numpy scalar or an int fails here, not on a lab's Humble.
+os.environ.setdefault("ROS_PYTHON_CHECK_FIELDS", "1")
+
 _domain_counter = itertools.count()
 
 
