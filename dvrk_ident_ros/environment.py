@@ -91,8 +91,8 @@ def crtk_messages_check() -> Check:
     try:
         module = importlib.import_module("crtk_msgs.msg")
     except Exception as exc:  # noqa: BLE001
-        return Check("crtk_msgs", True, f"absent ({type(exc).__name__}): the nodes cannot read the arm's "
-                     "operating state and rely on stamp-0 samples only")
+        return Check("crtk_msgs", False, f"absent ({type(exc).__name__}): the arm's operating state cannot be "
+                     "read, so the player, the gravity compensation and gc_calibration refuse to command it")
     if module.__file__ is None:
         return Check("crtk_msgs", True, "crtk_msgs.msg imports but has no module file (a namespace package)")
     location = Path(module.__file__).resolve()

@@ -193,7 +193,7 @@ def test_the_hold_stage_moves_only_a_ready_arm_and_trusts_only_a_fresh_state(mon
         port.reach(goal)
     assert len(client.sent) == 1
     client.operating.ready, client.operating.why = True, ""
-    client.age = 3.0  # stamp-0 samples only since (arm off or faulted, crtk_msgs absent), or the state stopped
+    client.age = 3.0  # stamp-0 samples only since (arm off or faulted), or the state stopped
     with pytest.raises(StepFailedError, match=r"no valid /MTML/measured_js for 3\.0 s"):
         port.reach(goal)
     assert len(client.sent) == 1

@@ -836,42 +836,26 @@ def stamp_of(msg) -> float:
 
 
 @pytest.mark.ros
-def test_without_crtk_msgs_the_player_goes_by_the_stamps(ros_env, rclpy_context, tmp_path):
-    """Where crtk_msgs is absent the player knows the arm only by its data: it waits while measured_js
-    has stamp 0 (nothing sent, one line), plays once the data is valid, and stops at once when the
-    stamps go back to 0 mid-run (the arm faulted)."""
+def test_without_crtk_msgs_no_node_commands_the_arm(ros_env, tmp_path):
+    """Where crtk_msgs is absent the arm's operating state cannot be read, and valid stamps alone do not
+    tell a ready arm (a real MTM's data is valid while it homes): the player and the gravity compensation
+    refuse to start (exit status 2, one line saying why), before any command."""
+    from test_nodes_gc import _gc_file, _gc_node
+
     hidden = tmp_path / "no_crtk" / "crtk_msgs"
     hidden.mkdir(parents=True)
     (hidden / "__init__.py").write_text('raise ImportError("crtk_msgs hidden by the test")\n')
     env = dict(ros_env, PYTHONPATH=os.pathsep.join([str(hidden.parent), ros_env["PYTHONPATH"]]))
-    path = _trajectory(tmp_path / "long.yaml", periods=3)
-    bench = _Bench(rclpy_context, "player_test_no_crtk")
-    player_cmd = _player("autostart:=true", "wait_for_recorder:=false", f"trajectory_file:={path}",
-                         "ready_timeout:=60.0")
-    with running(_sim("homing_time:=1.0", initial_state="DISABLED"), ros_env) as sim, \
-            running(player_cmd, env) as player:
-        bench.wait_player_listens(player)
-        # the player's reason is logged once its quiet start is over
-        assert bench.probe.spin_until(lambda: bench.logged("waiting for the arm"), 30.0, player), output_of(player)
-        assert bench.commands() == 0 and player.poll() is None
-        bench.state_command("home", sim)
-        assert bench.probe.spin_until(lambda: len(bench.servo_jp) > 50, 20.0, player), output_of(player)
-        bench.inject_fault(sim)
-        assert bench.probe.spin_until(lambda: player.poll() is not None, 10.0), "the player did not stop"
-        code = player.wait()
-        bench.probe.spin_for(0.3)
-        fault_at = next(stamp_of(m) for _, m in bench.states if m.state == "FAULT")
-        last = max(stamp_of(m) for _, m in bench.servo_jp)
-        assert sim.poll() is None
-    out = output_of(player)
-    bench.close()
-    print(f"\nlast servo_jp {(last - fault_at) * 1000:.0f} ms (simulated) after the fault")
-    assert "crtk_msgs is not installed" in out, out
-    assert len(_lines_with(out, "waiting for the arm")) == 1, out
-    assert len(_lines_with(out, "/PSM1/measured_js has stamp 0 (invalid data): the arm is not ready")) == 2, out
-    assert "aborted: the arm is no longer ready: /PSM1/measured_js has stamp 0" in out, out
-    assert code == 1, out
-    assert last - fault_at < 0.4  # simulated s at twice real time: at once, with a loaded machine's margin
+    path = _trajectory(tmp_path / "long.yaml")
+    gc_file, _ = _gc_file(tmp_path)
+    with running(_player("autostart:=true", "wait_for_recorder:=false", f"trajectory_file:={path}"), env) as player, \
+            running(_gc_node(gc_file), env) as gc:
+        codes = player.wait(timeout=60), gc.wait(timeout=60)
+    outputs = output_of(player), output_of(gc)
+    assert codes == (2, 2), outputs
+    for out, arm in zip(outputs, (ARM, "MTML"), strict=True):
+        errors = _lines_with(out, "error:")
+        assert len(errors) == 1 and f"crtk_msgs is not installed: the {arm}'s operating state" in errors[0], out
 
 
 # -- home_arm: the player powers the arm on and homes it; a pose grid through move_jp -----------------

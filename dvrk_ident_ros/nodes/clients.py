@@ -67,9 +67,9 @@ class ArmClient:
 
     def home(self, timeout: float = 60.0) -> float:
         """Power on and home the arm as a lab does (state_command enable, then home); returns the seconds
-        until it was ENABLED, homed and idle. A ready arm is left as it is."""
-        if not self.operating.available:
-            return 0.0
+        until it was ENABLED, homed and idle. A ready arm is left as it is; a FAULT or a PAUSED arm too
+        (DvrkIdentError: a fault is for a person to look at and clear, a pause was a person's)."""
+        self.operating.require()
         start = time.monotonic()
         deadline = start + timeout
         while self.operating.status is None:
@@ -79,6 +79,9 @@ class ArmClient:
         if self.operating.ready:
             return 0.0
         status = self.operating.status
+        if status.state in ("FAULT", "PAUSED"):
+            raise DvrkIdentError(f"{self.arm} is {status.describe()}: not powered on nor homed automatically "
+                                 f"({self.operating.reason()})")
         if status.state != "ENABLED" or not (status.is_homed or status.is_busy):  # else: homing or moving
             if status.state != "ENABLED":  # one command at a time: the bridge subscribes with depth 1
                 self.operating.send("enable")
@@ -125,6 +128,9 @@ class ArmClient:
         return None if self.state is None else time.monotonic() - self.state[0]
 
     def move_jp(self, q: np.ndarray) -> None:
+        """Publish a move_jp; DvrkIdentError where crtk_msgs is absent (the arm's readiness is unknown: the
+        caller checks :attr:`operating` before each move)."""
+        self.operating.require()
         self._move.publish(fill_joint_state(JointState(), self.node.get_clock().now().to_msg(), [], q))
 
     def identify(self, timeout: float = 300.0, progress_every: float = 0.0, **fields) -> Identify.Response:

@@ -300,9 +300,10 @@ class ArmStateMonitor:
     """The arm's ``/<ARM>/operating_state`` as an :class:`~dvrk_ident_ros.arm_state.OperatingStatus`.
 
     ``status`` is None until the first message (transient_local: the dVRK's last one arrives at once).
-    Where crtk_msgs is absent, ``available`` is False and nothing is subscribed: a node then relies on
-    the stamp-0 mark of invalid data only. ``send(command)`` publishes ``/<ARM>/state_command``
-    (enable, disable, home, unhome, pause, resume). ``on_change(old, new)`` runs on every change.
+    Where crtk_msgs is absent, ``available`` is False and nothing is subscribed: a node that only reads
+    the arm goes on; one that commands it refuses to start (:meth:`require`). ``send(command)``
+    publishes ``/<ARM>/state_command`` (enable, disable, home, unhome, pause, resume).
+    ``on_change(old, new)`` runs on every change.
     """
 
     def __init__(self, node: Node, arm: str, on_change: Callable | None = None):
@@ -319,6 +320,17 @@ class ArmStateMonitor:
         node.create_subscription(msgs.OperatingState, f"/{arm}/operating_state", self._on_state, EVENT_QOS)
         self._command = node.create_publisher(msgs.StringStamped, f"/{arm}/state_command", 10)
 
+    def require(self) -> None:
+        """For a node that commands the arm: DvrkIdentError where crtk_msgs is absent. Valid measured_js
+        stamps alone do not tell a ready arm: a real MTM's data is valid while it homes (its encoders are
+        biased before the homing move), and a command then takes over or faults the homing."""
+        if not self.available:
+            raise DvrkIdentError(
+                f"crtk_msgs is not installed: the {self.arm}'s operating state (ENABLED, homed, busy) cannot be "
+                "read, and valid measured_js stamps alone do not say the arm is ready (a real MTM's data is valid "
+                "while it homes), so nothing will be commanded. crtk_msgs is part of every dVRK workspace; outside "
+                "one, `make setup` builds a stand-in")
+
     def _on_state(self, msg) -> None:
         new = OperatingStatus(str(msg.state), bool(msg.is_homed), bool(msg.is_busy))
         old, self.status = self.status, new
@@ -327,15 +339,13 @@ class ArmStateMonitor:
 
     @property
     def ready(self) -> bool:
-        """ENABLED, homed and not busy (True where crtk_msgs is absent: then only stamps can tell)."""
-        if not self.available:
-            return True
+        """ENABLED, homed and not busy (False where crtk_msgs is absent: nothing can tell)."""
         return self.status is not None and self.status.ready
 
     def reason(self) -> str:
         """Why the arm may not be commanded ('' when it may)."""
         if not self.available:
-            return ""
+            return f"crtk_msgs is not installed: the {self.arm}'s operating state cannot be read"
         if self.status is None:
             return f"no /{self.arm}/operating_state yet: is the dVRK console (or the simulated arm) running?"
         return self.status.not_ready_reason(self.arm)

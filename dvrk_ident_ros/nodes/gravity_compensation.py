@@ -195,6 +195,7 @@ class GravityCompensationNode(Node):
         self._watchdog.cancel()
         self.create_timer(REPORT_PERIOD, self._publish_report, clock=steady)
         self.monitor = ArmStateMonitor(self, self.arm, on_change=self._on_operating_state)
+        self.monitor.require()
         self.create_subscription(JointState, self._builtin_topic, self._on_builtin, CONTROL_STATE_QOS)
         self.create_subscription(JointState, f"/{self.arm}/measured_js", self._on_state, CONTROL_STATE_QOS)
         # raw: while the node commands, the arm's setpoint_js is not needed, and not even deserialised
@@ -204,9 +205,7 @@ class GravityCompensationNode(Node):
             f"{self.arm}: {self.model_kind} compensation from {self.parameter_file}; waiting for "
             f"/{self.arm}/measured_js (ramp-in {settings.ramp_in_time:g} s, watchdog {settings.stale_periods:g} "
             f"periods, fade-out {settings.fade_out_time:g} s, hand-over after {settings.handover_after:g} s "
-            f"stale, resume after {settings.resume_after:g} s fresh)"
-            + ("" if self.monitor.available else
-               "; crtk_msgs absent: the arm's readiness is judged from the stamps only"))
+            f"stale, resume after {settings.resume_after:g} s fresh)")
 
     # -- run-time parameters (the schema's runtime ones; the executor's thread, as the hot path) ----
     def _set_torque_limit_scale(self, value: float) -> None:
@@ -340,9 +339,9 @@ class GravityCompensationNode(Node):
             self.get_logger().info(self._hand_over())
         if not self.monitor.ready:
             self._wait_for_arm()
-        elif not self.monitor.available or now - self._invalid_since >= INVALID_REPORT_AFTER:
+        elif now - self._invalid_since >= INVALID_REPORT_AFTER:
             self._wait(f"/{self.arm}/measured_js has stamp 0, the arm's mark of invalid data (powered off, not "
-                       "homed or faulted?): waiting for valid samples", expected=not self.monitor.available)
+                       "homed or faulted?): waiting for valid samples")
 
     def _on_operating_state(self, old: OperatingStatus | None, new: OperatingStatus) -> None:
         if new.ready:

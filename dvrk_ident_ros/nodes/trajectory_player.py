@@ -36,15 +36,16 @@ and time held.
 
 The arm (README.md, "On a real dVRK"; :mod:`dvrk_ident_ros.arm_state`):
 nothing is commanded until ``/<ARM>/operating_state`` says ENABLED,
-homed and not busy (where crtk_msgs is absent: until valid state arrives), the
-player says once what it waits for and refuses after ``ready_timeout``; with
+homed and not busy (the player refuses to start where crtk_msgs is absent:
+valid stamps alone do not tell a ready arm), the player says once what it
+waits for and refuses after ``ready_timeout``; with
 ``home_arm`` it sends ``enable`` and ``home`` itself. A ``measured_js`` with
 stamp 0 (the bridge's mark of invalid data) is never the current pose nor a
 fresh sample. Mid-run, the arm leaving that state (FAULT, PAUSED, DISABLED,
 someone homing or moving it; the arm's busy flag during the player's own
 ``move_jp`` is expected) ends the run at once with the reason. A pose grid's
 ``move_jp`` is over when the arm says so (``goal_reached``, ``is_busy`` going
-false), within ``pose_tolerance`` where crtk_msgs is absent.
+false).
 """
 from __future__ import annotations
 
@@ -156,7 +157,6 @@ class TrajectoryPlayerNode(Node):
         self.periods = int(params["periods"])
         self.pose_stride = int(params["pose_stride"])
         self.sweep_stride = int(params["sweep_stride"])
-        self.pose_tolerance = float(params["pose_tolerance"])
         self.wait_for_recorder = bool(params["wait_for_recorder"])
         self.recorder_timeout = float(params["recorder_timeout"])
         self.ready_timeout = float(params["ready_timeout"])
@@ -185,12 +185,8 @@ class TrajectoryPlayerNode(Node):
         self._move = playback.MoveWatch()
         self._home_sent: tuple[str, OperatingStatus | None, float] | None = None  # command, for which state, when
         self.arm_state = ArmStateMonitor(self, self.arm, on_change=self._on_arm_change)
-        if self.arm_state.available:
-            self.create_subscription(Bool, f"/{self.arm}/goal_reached", self._on_goal_reached, EVENT_QOS)
-        else:
-            self.get_logger().warning(
-                f"crtk_msgs is not installed: the {self.arm}'s operating state is unknown; the player relies on "
-                "valid (non-zero) measured_js stamps only" + ("; home_arm cannot home it" if self.home_arm else ""))
+        self.arm_state.require()
+        self.create_subscription(Bool, f"/{self.arm}/goal_reached", self._on_goal_reached, EVENT_QOS)
         self._pub_servo = self.create_publisher(JointState, f"/{self.arm}/servo_jp", STATE_QOS)
         self._pub_move = self.create_publisher(JointState, f"/{self.arm}/move_jp", 10)
         if self.jaw is not None:
@@ -280,8 +276,6 @@ class TrajectoryPlayerNode(Node):
 
     def _may_run(self, status: OperatingStatus | None) -> bool:
         """The arm may go on being commanded: ready, or busy with the player's own move_jp."""
-        if not self.arm_state.available:
-            return True
         if status is None:
             return False
         return status.ready or (status.state == CrtkState.ENABLED.value and status.is_homed and status.is_busy
@@ -333,8 +327,7 @@ class TrajectoryPlayerNode(Node):
                 raise DataError(f"{path}: pose grids are for the MTMs, not the {self.arm}")
             grid = load_grid(path, arm=self.arm)
             return playback.GridPlayback(grid, self.grid_checker, pose_stride=self.pose_stride,
-                                         sweep_stride=self.sweep_stride,
-                                         tolerance=self.pose_tolerance), "grid"
+                                         sweep_stride=self.sweep_stride), "grid"
         trajectory, meta = load_trajectory(path, arm=self.family, joints=self.model.dof)
         try:
             periods = self.periods or int(meta.get("periods") or 1)
@@ -373,7 +366,7 @@ class TrajectoryPlayerNode(Node):
             if reason != s.waiting_for and (said_by_arm or steady - s.reason_since > QUIET_START):
                 s.waiting_for = reason
                 line = f"waiting for the arm before playing {s.trajectory_file}: {reason}"
-                if self.home_arm and self.arm_state.available:  # expected: the player acts on it
+                if self.home_arm:  # expected: the player acts on it
                     self.get_logger().info(f"{line} (home_arm: the player powers it on and homes it; "
                                            f"up to {self.ready_timeout:g} s)")
                 else:
@@ -560,8 +553,7 @@ class TrajectoryPlayerNode(Node):
                 if self._move.failed:
                     raise SafetyError("pose not reached: the arm reports its move_jp interrupted "
                                       "(goal_reached false)")
-                reached = self._move.done if self.arm_state.available else None
-                sp = s.plan.step(now, self.q, reached)
+                sp = s.plan.step(now, self.q, self._move.done)
                 if sp.move_goal is not None:
                     self._move.sent()
                     self._send_position(sp.move_goal, None, move=True)
