@@ -101,6 +101,11 @@ class _Harness:
         ours = [self.measured] + ([self.gc_setpoint] if self.gc_setpoint is not None else [])
         assert self.probe.wait_for_graph(proc, publishers=topics, subscribers=ours), \
             f"the node did not come up:\n{output_of(proc)}"
+        from dvrk_ident_ros.nodes.common import READY_SETTLE
+
+        # the arm's "ready" (transient_local) reaches the node as it matches: it commands once that has
+        # held for READY_SETTLE (an MTM homed again says ready for a moment before its homing move)
+        self.probe.spin_for(READY_SETTLE + 0.1)
 
     def publish(self, msg) -> None:
         """One sample, after the reading of the dVRK's own compensation with the same stamp."""

@@ -415,6 +415,56 @@ def test_a_tracking_abort_leaves_the_arm_at_rest_where_it_is(ros_env, rclpy_cont
     assert np.max(np.abs(speed)) < 0.01, speed
 
 
+@pytest.mark.ros
+def test_a_moment_of_ready_before_a_homing_move_commands_nothing(ros_env, rclpy_context, tmp_path):
+    """An MTM homed again says ENABLED, homed, not busy for a control cycle before its homing move (busy),
+    its data valid throughout, and it takes commands then: the player plays only once the arm has said
+    ready for READY_SETTLE without a break (a stand-in arm: the flash here lasts 100 ms, longer than a
+    real one, so that a player starting on the first "ready" would surely be caught)."""
+    from crtk_msgs.msg import OperatingState
+    from sensor_msgs.msg import JointState
+
+    from dvrk_ident_ros.nodes.common import EVENT_QOS, READY_SETTLE, STATE_QOS, fill_joint_state
+    from dvrk_ident_ros.sim.config import load_sim_config
+
+    path = _trajectory(tmp_path / "short.yaml")
+    probe = Probe(rclpy_context, "stand_in_psm")
+    node = probe.node
+    operating = node.create_publisher(OperatingState, f"/{ARM}/operating_state", EVENT_QOS)
+    measured = node.create_publisher(JointState, f"/{ARM}/measured_js", STATE_QOS)
+    jaw = node.create_publisher(JointState, f"/{ARM}/jaw/measured_js", STATE_QOS)
+    servo = probe.collect(JointState, f"/{ARM}/servo_jp")
+    home = load_sim_config("psm").home
+
+    def publish_state() -> None:
+        stamp = node.get_clock().now().to_msg()
+        measured.publish(fill_joint_state(JointState(), stamp, PSM_NAMES, home[:6]))
+        jaw.publish(fill_joint_state(JointState(), stamp, ["jaw"], home[6:]))
+
+    node.create_timer(0.01, publish_state)
+
+    def say(busy: bool) -> None:
+        operating.publish(OperatingState(state="ENABLED", is_homed=True, is_busy=busy))
+
+    say(True)  # homing
+    cmd = [sys.executable, "-m", "dvrk_ident_ros.nodes.trajectory_player", "--ros-args", "-p", f"arm:={ARM}",
+           "-p", "autostart:=true", "-p", "wait_for_recorder:=false", "-p", f"trajectory_file:={path}"]
+    with running(cmd, ros_env) as player:
+        assert probe.spin_until(lambda: node.count_subscribers(f"/{ARM}/measured_js") > 0, 30.0, player)
+        probe.spin_for(1.0)
+        say(False)  # the moment before the homing move
+        probe.spin_for(0.1)
+        say(True)
+        probe.spin_for(1.5)
+        assert not servo and player.poll() is None, output_of(player)
+        say(False)  # homed
+        ready_at = time.monotonic()
+        assert probe.spin_until(lambda: bool(servo), 10.0, player), output_of(player)
+        first = servo[0][0] - ready_at
+    probe.node.destroy_node()
+    assert READY_SETTLE <= first < READY_SETTLE + 2.0, first
+
+
 def _wall_sim(*params: str, arm: str = ARM) -> list[str]:
     """The simulated arm on the wall clock (no /clock, as a real arm runs); ready (HOMED)."""
     cmd = [sys.executable, "-m", "dvrk_ident_ros.nodes.simulated_arm", "--ros-args", "-p", f"arm:={arm}",

@@ -43,6 +43,10 @@ STATE_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=100, reliability=R
 #: retransmission delays it); matches the dVRK's reliable publishers. Not for the recorder: it loses nothing.
 CONTROL_STATE_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=100, reliability=ReliabilityPolicy.BEST_EFFORT)
 
+#: s: how long the arm must have said ENABLED, homed and not busy before a node first commands it. An MTM homed
+#: again (its encoders already biased) says exactly that for one control cycle before its homing move (busy)
+#: begins (sawIntuitiveResearchKit, the arm's ENCODERS_BIASED state), and it takes commands then.
+READY_SETTLE = 0.3
 #: The dVRK's event topics (operating_state, goal_reached): a late subscriber gets the last message.
 EVENT_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1, reliability=ReliabilityPolicy.RELIABLE,
                        durability=DurabilityPolicy.TRANSIENT_LOCAL)
@@ -309,6 +313,7 @@ class ArmStateMonitor:
     def __init__(self, node: Node, arm: str, on_change: Callable | None = None):
         self.arm = arm
         self.status: OperatingStatus | None = None
+        self._ready_at: float | None = None  # time.monotonic() when the arm last turned ready (None: not ready)
         self.on_change = on_change
         self._node = node
         msgs = crtk_messages()
@@ -334,6 +339,10 @@ class ArmStateMonitor:
     def _on_state(self, msg) -> None:
         new = OperatingStatus(str(msg.state), bool(msg.is_homed), bool(msg.is_busy))
         old, self.status = self.status, new
+        if not new.ready:
+            self._ready_at = None
+        elif self._ready_at is None:
+            self._ready_at = time.monotonic()
         if new != old and self.on_change is not None:
             self.on_change(old, new)
 
@@ -341,6 +350,10 @@ class ArmStateMonitor:
     def ready(self) -> bool:
         """ENABLED, homed and not busy (False where crtk_msgs is absent: nothing can tell)."""
         return self.status is not None and self.status.ready
+
+    def settled(self, now: float) -> bool:
+        """Ready, and said so without a break for READY_SETTLE s by ``now`` (time.monotonic())."""
+        return self._ready_at is not None and now - self._ready_at >= READY_SETTLE
 
     def reason(self) -> str:
         """Why the arm may not be commanded ('' when it may)."""

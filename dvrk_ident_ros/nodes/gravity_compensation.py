@@ -412,6 +412,8 @@ class GravityCompensationNode(Node):
             return True
         if self._ready_since is None:
             self._ready_since = now
+        if not self.monitor.settled(now):  # not the one-cycle "ready" before a homing move
+            return False
         if self.disable_builtin and self._builtin.get_subscription_count() == 0:
             self._wait(f"nothing subscribes /{self.arm}/use_gravity_compensation: the dVRK's own compensation "
                        "may be on (disable_builtin:=false if the arm has none)")

@@ -376,6 +376,8 @@ class TrajectoryPlayerNode(Node):
                 self._finish(Result.OUTCOME_ARM_NOT_READY, f"{self.arm} not ready after {self.ready_timeout:g} s: "
                                                            f"{reason}")
             return
+        if not self.arm_state.settled(steady):  # not the one-cycle "ready" before a homing move
+            return
         if s.ready_since is None:
             s.ready_since = steady
             if s.waiting_for:
