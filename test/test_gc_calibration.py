@@ -162,6 +162,8 @@ class _StandInClient:
         self.age: float | None = 0.01
         self.sent: list[np.ndarray] = []
         self.obeys = True
+        self.goal_events: list[bool] = []
+        self.stops_short = np.zeros(7)  # where an obeying arm stops, from the goal (a PID's steady-state error)
 
     def state_age(self) -> float | None:
         return self.age
@@ -172,7 +174,8 @@ class _StandInClient:
     def move_jp(self, goal: np.ndarray) -> None:
         self.sent.append(goal.copy())
         if self.obeys:
-            self.q = goal.copy()
+            self.q = goal + self.stops_short
+            self.goal_events.append(True)
 
 
 @pytest.mark.ros
@@ -206,6 +209,33 @@ def test_the_hold_stage_moves_only_a_ready_arm_and_trusts_only_a_fresh_state(mon
         client.age = 1.0  # the state stopped after the command: a stale position is no proof
 
     client.move_jp = stale_after_send
+    assert not port.reach(goal, attempts=1, timeout=0.3)
+
+
+@pytest.mark.ros
+def test_the_hold_stage_takes_the_arm_s_word_that_a_move_ended_near_its_goal():
+    """A real arm's PID stops short of a move_jp goal: with goal_reached true for that move and the arm idle,
+    a fresh state within SETTLED_TOLERANCE is reached; without the arm's word only REACH_TOLERANCE counts, and
+    an arm far off its goal is not reached whatever it says."""
+    import dvrk_ident_ros.nodes.gc_calibration as node
+
+    goal = np.full(7, 0.1)
+    client = _StandInClient()
+    port = node.ClientPort(client)
+    client.stops_short = np.full(7, 0.6 * node.SETTLED_TOLERANCE)
+    assert port.reach(goal, attempts=1, timeout=0.3) and len(client.sent) == 1
+    before = len(client.goal_events)
+    client.goal_events.append(True)  # an earlier move's word, before this one was sent: not this move's
+    assert not port._reached(goal, before + 1)
+    client.operating.ready = False  # the arm's word, but busy again (someone moves it)
+    assert not port._reached(goal, before)
+    client.operating.ready = True
+    client.stops_short = np.full(7, 1.5 * node.SETTLED_TOLERANCE)
+    assert not port.reach(goal, attempts=1, timeout=0.3)
+    client.stops_short = np.full(7, 0.5 * node.REACH_TOLERANCE)
+    client.move_jp = lambda q: setattr(client, "q", q + client.stops_short)  # moves, never says so
+    assert port.reach(goal, attempts=1, timeout=0.3)
+    client.stops_short = np.full(7, 2.0 * node.REACH_TOLERANCE)
     assert not port.reach(goal, attempts=1, timeout=0.3)
 
 

@@ -12,6 +12,7 @@ import rclpy
 from rclpy.client import Client
 from rclpy.executors import SingleThreadedExecutor
 from sensor_msgs.msg import JointState
+from std_msgs.msg import Bool
 
 from dvrk_ident.msg import PlayerStatus
 from dvrk_ident.srv import Identify
@@ -19,7 +20,7 @@ from dvrk_ident_ros.arm_state import stamp_is_valid
 from dvrk_ident_ros.arms import canonical_arm, player_status_topic
 from dvrk_ident_ros.data.interfaces import stamp_seconds
 from dvrk_ident_ros.errors import DvrkIdentError
-from dvrk_ident_ros.nodes.common import STATE_QOS, ArmStateMonitor, fill_joint_state
+from dvrk_ident_ros.nodes.common import EVENT_QOS, STATE_QOS, ArmStateMonitor, fill_joint_state
 
 
 class ArmClient:
@@ -44,6 +45,10 @@ class ArmClient:
         self.recording = False
         self.node.create_subscription(JointState, f"/{arm}/servo_jf", self._on_effort, STATE_QOS)
         self.operating = ArmStateMonitor(self.node, arm)  # /<ARM>/operating_state, state_command
+        # /<ARM>/goal_reached, in order: True when a move_jp ended at its goal, False when it was cut short (the
+        # arm's last ones, transient_local, arrive as the subscription matches)
+        self.goal_events: list[bool] = []
+        self.node.create_subscription(Bool, f"/{arm}/goal_reached", self._on_goal_reached, EVENT_QOS)
         self.player_status: PlayerStatus | None = None  # the last status of this arm's player
         self.node.create_subscription(PlayerStatus, player_status_topic(arm), self._on_player, 10)
         self._stop = threading.Event()
@@ -61,6 +66,9 @@ class ArmClient:
         self.states += 1
         if self.recording:
             self.history.append((stamp_seconds(msg.header.stamp), self.state[1]))
+
+    def _on_goal_reached(self, msg: Bool) -> None:
+        self.goal_events.append(bool(msg.data))
 
     def _on_player(self, msg: PlayerStatus) -> None:
         self.player_status = msg  # the arm's own topic: only its player publishes there

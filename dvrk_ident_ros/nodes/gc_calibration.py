@@ -28,6 +28,11 @@ from dvrk_ident_ros.parameters.gc_calibration import SCHEMA
 from dvrk_ident_ros.player_phase import PlayerPhase
 
 STATE_FRESH = 0.5  # s: a valid measured_js older than this is no sign of a ready arm, nor of a reached pose
+#: rad: a pose is reached when a fresh state is this close to it on every joint, or, once the arm said its move
+#: ended (goal_reached true: its trajectory is at the goal) and is idle, within SETTLED_TOLERANCE (about 3 deg:
+#: a real arm's PID stops short of its setpoint; the drift is measured from wherever the hold begins)
+REACH_TOLERANCE = 0.01
+SETTLED_TOLERANCE = 0.05
 READY_WAIT = 5.0  # s: a busy arm (its move ending) is waited for this long before the next move_jp
 
 
@@ -63,22 +68,30 @@ class ClientPort:
         age = self.client.state_age()
         return age is not None and age <= STATE_FRESH
 
-    def _reached(self, goal: np.ndarray) -> bool:
-        return self._fresh() and bool(np.max(np.abs(self.client.position() - goal)) < 0.01)
+    def _reached(self, goal: np.ndarray, events_before: int) -> bool:
+        """By a fresh state: within REACH_TOLERANCE, or within SETTLED_TOLERANCE once the arm said the move
+        sent after its ``events_before``-th goal_reached event ended at its goal and the arm is idle."""
+        if not self._fresh():
+            return False
+        error = float(np.max(np.abs(self.client.position() - goal)))
+        ended = self.client.goal_events[events_before:]
+        return error < REACH_TOLERANCE or (bool(ended) and ended[-1] and self.client.operating.ready
+                                           and error < SETTLED_TOLERANCE)
 
     def reach(self, goal: np.ndarray, attempts: int = 3, timeout: float = 15.0) -> bool:
-        """move_jp until every joint is within 0.01 rad by a fresh state (sent again: a late zero servo_jf of
-        the previous compensation can leave the arm in effort mode, as the dVRK would). Each move_jp only
-        to a ready arm (a busy one is waited for up to ``READY_WAIT`` s); else StepFailedError, nothing sent."""
+        """move_jp until the pose is reached (:meth:`_reached`; sent again: a late zero servo_jf of the
+        previous compensation can leave the arm in effort mode, as the dVRK would). Each move_jp only to a
+        ready arm (a busy one is waited for up to ``READY_WAIT`` s); else StepFailedError, nothing sent."""
         for _ in range(attempts):
             try:
                 wait_for(lambda: not self.commandable(), READY_WAIT, f"{self.client.arm} to be ready")
             except DvrkIdentError:
                 raise StepFailedError(f"{self.client.arm} cannot be moved to the next pose: {self.commandable()}; "
                                       "no move_jp sent") from None
+            events_before = len(self.client.goal_events)
             self.client.move_jp(goal)
             try:
-                wait_for(lambda: self._reached(goal), timeout, "the pose")
+                wait_for(lambda before=events_before: self._reached(goal, before), timeout, "the pose")
                 return True
             except DvrkIdentError:
                 pass
