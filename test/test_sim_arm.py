@@ -173,6 +173,13 @@ def test_state_machine_follows_the_crtk_commands():
         with pytest.raises(DvrkIdentError):
             OperatingMachine(**bad)
     assert OperatingMachine("HOMED").commandable and OperatingMachine("FAULT").state.value == "FAULT"
+    mtm = OperatingMachine("ENABLED", homing_time=1.0, homed_while_homing=True)  # the dVRK's MTM
+    mtm.command("home")
+    mtm.start_homing(0.0, 0.5)
+    status = mtm.status()
+    assert (status.is_homed, status.is_busy, mtm.data_valid, mtm.commandable) == (True, True, True, False)
+    assert not status.ready  # homed, but busy: not to be commanded
+    assert mtm.update(1.0) and mtm.commandable and mtm.status().ready
 
 
 def test_homing_moves_home_busy_for_homing_time(psm_config):
@@ -201,18 +208,22 @@ def test_homing_from_far_lasts_as_long_as_the_move_speeds_need(mtm_config):
                        homing_time=0.2)
     arm.state_command("home")
     arm.advance(1.5)
-    assert _status(arm) == ("ENABLED", False, True)
+    assert _status(arm) == ("ENABLED", True, True) and arm.sample().valid  # an MTM: homed while it homes
     arm.advance(0.1)
     assert _status(arm) == ("ENABLED", True, False)
 
 
-def test_servo_jf_while_homing_faults_the_arm(mtm_config):
+@pytest.mark.parametrize("command", ["servo_jf", "servo_jp", "move_jp"])
+def test_a_command_during_the_mtm_s_homing_move_faults_the_arm(mtm_config, command):
+    """The MTM's data is valid and it says homed (busy) during its homing move; the dVRK takes a command then
+    (and a servo_jf faults it): the simulated arm faults on any, so that a node that sends one is seen."""
     arm = SimulatedArm(mtm_config, "MTML", noise=False, initial_state="DISABLED", homing_time=1.0)
     arm.state_command("home")
     arm.advance(0.3)
+    assert _status(arm) == ("ENABLED", True, True) and arm.sample().valid
     with pytest.raises(ArmNotReadyError, match="faulted"):
-        arm.servo_jf(np.zeros(7))
-    assert _status(arm) == ("FAULT", False, False) and arm.operating.fault_reason == "servo_jf while homing"
+        getattr(arm, command)(np.zeros(7) if command == "servo_jf" else arm.q.copy())
+    assert _status(arm) == ("FAULT", False, False) and arm.operating.fault_reason == f"{command} while homing"
     assert arm.mode == "position" and not arm.busy  # the homing stopped, the arm holds
     arm.advance(1.0)
     assert _status(arm) == ("FAULT", False, False) and not arm.sample().valid

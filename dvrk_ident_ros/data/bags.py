@@ -130,8 +130,9 @@ def read_joint_state_topic(path: Path, topic: str) -> JointStates:
 
 
 def data_state(state: str, is_homed: bool) -> bool:
-    """Whether the arm's samples are data in this operating state: ENABLED and homed. Busy homing is not
-    homed; busy while homed is the arm's own move_jp, whose samples are valid."""
+    """Whether the arm's samples are data in this operating state: ENABLED and homed. Busy while homed is
+    the arm's own move_jp, or an MTM's homing move (its encoders are biased before it): motion like any
+    other, valid samples; a PSM homes not homed, its data invalid (stamp 0) until then."""
     return state == CrtkState.ENABLED.value and bool(is_homed)
 
 

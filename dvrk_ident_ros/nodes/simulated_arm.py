@@ -8,13 +8,15 @@ transient_local: true when a move_jp ended, false when it was cut short),
 (the built-in compensation's torques in ``effort``, zeros while it is off).
 While the arm is not ENABLED and homed (``initial_state``, default DISABLED
 like a freshly started console) the joint states are all zeros with
-``header.stamp`` 0, the bridge's mark of invalid data.
+``header.stamp`` 0, the bridge's mark of invalid data. An MTM says homed,
+busy, during its homing move, its data valid (as the dVRK's MTM does).
 
 Commands: ``/<ARM>/state_command`` (crtk_msgs/StringStamped: enable, disable,
 home, unhome, pause, resume); ``servo_jp``, ``move_jp`` (clipped to the
-limits), ``servo_jf``, ``hold`` (obeyed only when the arm is ENABLED and homed,
-else ignored with a throttled "arm not ready" warning; a ``servo_jf`` while
-homing faults the arm); ``use_gravity_compensation`` (any state);
+limits), ``servo_jf``, ``hold`` (obeyed only when the arm is ENABLED, homed and
+not homing, else ignored with a throttled "arm not ready" warning; a
+``servo_jf`` while homing, any command during an MTM's homing move, faults the
+arm); ``use_gravity_compensation`` (any state);
 ``/console/teleop/enable`` (std_msgs/Bool: true turns the built-in
 compensation back on, as dVRK teleoperation does); the test hook
 ``/<ARM>/simulation/inject_fault`` (std_msgs/Empty: FAULT at once). Every
@@ -376,9 +378,10 @@ class SimulatedArmNode(Node):
                         jaw(sample.setpoint_effort), jaw_stamp)
         if self.spec.gripper:
             joint_state("gripper/measured_js", ["gripper"], [0.0], None, None)
-        # the flag is readable in any state: the torques while it is on, zeros while it is off
+        # the flag's state: the torques while it is on, zeros while it is off; valid with the joints' data (the
+        # dVRK marks it valid only while the joints are ready)
         joint_state("gravity_compensation/setpoint_js", names, None, None,
-                    self.sim.builtin_compensation_effort()[:n], stamp)
+                    self.sim.builtin_compensation_effort()[:n])
         self._publish_events()
 
     def spin(self, executor) -> None:

@@ -6,15 +6,17 @@ the default here, for offline use; the node starts DISABLED like a console)
 or FAULT; :meth:`SimulatedArm.state_command` takes the crtk strings (enable,
 disable, home, unhome, pause, resume). Homing moves the arm to its home pose
 with a quintic over ``homing_time`` s (longer if the pose is farther than
-``move_speed`` allows in that time), busy meanwhile. Whenever the arm is not
-ENABLED and homed it holds its pose under the PID (the simulator's brakes: a
+``move_speed`` allows in that time), busy meanwhile (an MTM says homed during
+that move, its data valid: sim/operating.py). Whenever the arm is not ENABLED
+and homed it holds its pose under the PID (the simulator's brakes: a
 powered-off MTM would sag, and the simulation has no joint stops), and its
 published data is invalid (:meth:`SimulatedArm.sample`: zeros). A
-``servo_jf`` while homing, or a PID tracking error (setpoint - measured)
-beyond ``fault_tracking_error`` while ENABLED or PAUSED, faults the arm.
+``servo_jf`` while homing (any command during an MTM's homing move), or a PID
+tracking error (setpoint - measured) beyond ``fault_tracking_error`` while
+ENABLED or PAUSED, faults the arm.
 
-Commands (dVRK joint space) are obeyed only when the arm is ENABLED and homed
-(and, on a PSM, its tool is engaged); otherwise they raise
+Commands (dVRK joint space) are obeyed only when the arm is ENABLED, homed and
+not homing (and, on a PSM, its tool is engaged); otherwise they raise
 :class:`~dvrk_ident_ros.sim.operating.ArmNotReadyError` and change nothing. Then
 they are checked; a rejected command raises SafetyError and leaves the arm as
 it was:
@@ -175,7 +177,8 @@ class SimulatedArm:
         self.dof = model.dof
         self.names = list(model.description.dvrk_joint_names)
         self.dt = 1.0 / physics_rate
-        self.operating = OperatingMachine(initial_state, homing_time)
+        # an arm without a tool (the MTM) says homed during its homing move, data valid (sim/operating.py)
+        self.operating = OperatingMachine(initial_state, homing_time, homed_while_homing=config.spec.jaw is None)
         self.tracking_limit = tracking_limits(config, fault_tracking_error)
         self.tool_engaged = bool(tool_engaged) or config.spec.jaw is None  # only an arm with a jaw has a tool
         self.physics = ArmPhysics(model, config.delta, coulomb_velocity=config.coulomb_velocity)
@@ -268,11 +271,13 @@ class SimulatedArm:
         return events
 
     def require_ready(self, what: str, effort: bool = False) -> None:
-        """ArmNotReadyError unless motion commands are obeyed; an ``effort`` command while homing also
-        faults the arm (the PID leaves position mode, the homing cannot finish)."""
-        if effort and self.operating.homing:
+        """ArmNotReadyError unless motion commands are obeyed. While homing, an ``effort`` command faults the
+        arm (the PID leaves position mode, the homing cannot finish), and so does any command while the
+        data is valid (an MTM's homing move): the dVRK takes it (ArmIsReady asks for ENABLED and the joints
+        ready, not homed) and the homing leaves its path; the simulation faults, so that it shows."""
+        if self.operating.homing and (effort or self.operating.data_valid):
             self._act(self.operating.fault(f"{what} while homing"))
-            raise ArmNotReadyError(f"{what}: an effort command while homing: the arm faulted")
+            raise ArmNotReadyError(f"{what}: a command while homing: the arm faulted")
         if not self.ready:
             reason = "no tool engaged" if self.operating.commandable else self.status.describe()
             raise ArmNotReadyError(f"{what}: ignored, arm not ready ({reason})")

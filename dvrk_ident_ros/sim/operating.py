@@ -7,18 +7,22 @@ driven by the simulated time the arm passes in (so it runs the same under
 
 - ``enable``: DISABLED, FAULT or PAUSED -> ENABLED (not homed after DISABLED
   or FAULT: powering off loses the homing; a fault is cleared this way).
-- ``home``: enables first if needed, then homes: ENABLED, ``is_homed`` false,
-  busy until the homing ends (:meth:`OperatingMachine.start_homing`), then
-  homed. ``home`` while homed homes again.
+- ``home``: enables first if needed, then homes: ENABLED, busy until the
+  homing ends (:meth:`OperatingMachine.start_homing`), then homed and idle.
+  ``is_homed`` while homing: false, or true with ``homed_while_homing`` (the
+  dVRK's MTM: its ``is_homed`` is "powered and encoders biased", and its
+  encoders are biased before the homing move; a PSM's also needs its tool
+  engaged, which comes after). ``home`` while homed homes again.
 - ``disable``: DISABLED, not homed; ``unhome``: not homed (homing stops).
 - ``pause``: ENABLED -> PAUSED (the arm holds; data stays valid; commands are
   ignored); ``resume``: PAUSED -> ENABLED, homed as before.
 - :meth:`OperatingMachine.fault`: FAULT, not homed (a ``servo_jf`` while
   homing, a tracking error, the test hook).
 
-Commands reach the arm only when it is ENABLED and homed
+Commands reach the arm only when it is ENABLED, homed and not homing
 (:attr:`OperatingMachine.commandable`); its joint data is valid only when it is
-ENABLED or PAUSED and homed (:attr:`OperatingMachine.data_valid`).
+ENABLED or PAUSED and homed (:attr:`OperatingMachine.data_valid`): an MTM's
+data is valid during its homing move, as the dVRK's is.
 """
 from __future__ import annotations
 
@@ -46,13 +50,14 @@ class Action(Enum):
 class OperatingMachine:
     """One arm's operating state; times are the arm's simulated seconds."""
 
-    def __init__(self, initial_state: str = "HOMED", homing_time: float = 3.0):
+    def __init__(self, initial_state: str = "HOMED", homing_time: float = 3.0, homed_while_homing: bool = False):
         name = str(initial_state).upper()
         if name not in INITIAL_STATES:
             raise DvrkIdentError(f"initial_state {initial_state!r}: expected one of {', '.join(INITIAL_STATES)}")
         if not homing_time >= 0.0:
             raise DvrkIdentError(f"homing_time {homing_time}: expected >= 0 s")
         self.homing_time = float(homing_time)
+        self.homed_while_homing = bool(homed_while_homing)
         self.state = CrtkState.ENABLED if name == "HOMED" else CrtkState(name)
         self.is_homed = name == "HOMED"
         self.homing_until: float | None = None  # simulated time the homing ends
@@ -65,8 +70,8 @@ class OperatingMachine:
 
     @property
     def commandable(self) -> bool:
-        """ENABLED and homed: servo_jp, servo_jf and move_jp are obeyed."""
-        return self.state == CrtkState.ENABLED and self.is_homed
+        """ENABLED, homed and not homing: servo_jp, servo_jf and move_jp are obeyed."""
+        return self.state == CrtkState.ENABLED and self.is_homed and not self.homing
 
     @property
     def data_valid(self) -> bool:
@@ -122,7 +127,7 @@ class OperatingMachine:
 
     def start_homing(self, now: float, duration: float) -> None:
         """The homing move started at ``now`` and lasts ``duration`` s (at least homing_time)."""
-        self.state, self.is_homed = CrtkState.ENABLED, False
+        self.state, self.is_homed = CrtkState.ENABLED, self.homed_while_homing
         self.homing_until = now + max(self.homing_time, duration)
 
     def update(self, now: float) -> bool:
