@@ -409,8 +409,8 @@ def test_a_tracking_abort_leaves_the_arm_at_rest_where_it_is(ros_env, rclpy_cont
     assert (status, result.outcome) == (STATUS_ABORTED, PlayTrajectory.Result.OUTCOME_ABORTED_TRACKING), \
         result.message
     assert "stopped at the measured pose, velocity 0" in result.message, result.message
-    last, before = bench.servo_jp[-1][1], bench.servo_jp[-2][1]
-    assert np.all(np.asarray(last.velocity) == 0.0) and np.any(np.asarray(before.velocity) != 0.0)
+    last = bench.servo_jp[-1][1]  # (the ramp's first setpoints, before it, may be at rest too)
+    assert np.all(np.asarray(last.velocity) == 0.0) and len(bench.servo_jp) == result.commands_sent
     assert np.max(np.abs(np.asarray(last.position) - measured)) < 0.01  # the arm came to rest about there
     assert np.max(np.abs(speed)) < 0.01, speed
 
@@ -486,25 +486,26 @@ def _stop_for(proc, seconds: float) -> None:
 @pytest.mark.ros
 def test_wall_clock_stream_holds_the_trajectory_through_stalls(ros_env, rclpy_context, tmp_path):
     """On the wall clock (as with a real arm) the player streams at stream_rate, each setpoint stamped with
-    its tick's time. Stopped for 0.3 s (a stalled process), it sends nothing to catch up and its next
+    its tick's time. Stopped for 0.4 s (a stalled process), it sends nothing to catch up and its next
     setpoint continues from the last one (the trajectory is held; a warning, and the final line counts the
-    stall); the simulated arm stopped for 0.2 s catches up and says so. The trajectory plays to the end."""
+    stall), and its own stall, longer than stale_timeout, is not the arm's silence; the simulated arm stopped
+    for 0.12 s catches up and says so. The trajectory plays to the end."""
     import re
 
     path = _trajectory(tmp_path / "two.yaml", periods=2)  # 0.5 s ramp + 4 s
     bench = _Bench(rclpy_context, "player_test_wall")
     player_cmd = [sys.executable, "-m", "dvrk_ident_ros.nodes.trajectory_player", "--ros-args", "-p", f"arm:={ARM}",
                   "-p", "autostart:=true", "-p", "wait_for_recorder:=false", "-p", f"trajectory_file:={path}",
-                  "-p", "stale_timeout:=1.0"]  # the arm's own stall below must not stop the player
+                  "-p", "stale_timeout:=0.3"]  # above the arm's own stall below, under the player's
     with running(_wall_sim(), ros_env) as sim:
         assert bench.probe.spin_until(lambda: len(bench.measured) > 10, 40.0, sim), output_of(sim)
         with running(player_cmd, ros_env) as player:
             assert bench.probe.spin_until(lambda: any(m.phase == PlayerPhase.PLAYING for _, m in bench.status), 40.0,
                                           player), output_of(player)
             bench.probe.spin_for(0.5)
-            _stop_for(player, 0.3)
+            _stop_for(player, 0.4)
             bench.probe.spin_for(0.5)
-            _stop_for(sim, 0.2)
+            _stop_for(sim, 0.12)
             assert bench.probe.spin_until(lambda: player.poll() is not None, 40.0), "the player did not finish"
             code = player.wait()
         bench.probe.spin_for(0.3)
@@ -531,6 +532,35 @@ def test_wall_clock_stream_holds_the_trajectory_through_stalls(ros_env, rclpy_co
     assert "behind the wall clock" in sim_out, sim_out  # the arm's own stall, caught up
     line = _lines_with(sim_out, "simulated on the wall clock")[0]
     assert int(re.search(r"(\d+) stalls over", line).group(1)) >= 1, line
+
+
+@pytest.mark.ros
+def test_an_arm_silent_for_stale_timeout_ends_the_run_at_rest(ros_env, rclpy_context, tmp_path):
+    """The arm's state stops (the simulated arm stopped for 0.6 s; stale_timeout 0.1 s): the player ends the
+    run (ABORTED_STALE, the age named) and its last servo_jp holds the last setpoint at velocity 0."""
+    from dvrk_ident.action import PlayTrajectory
+
+    path = _trajectory(tmp_path / "long.yaml", periods=3)
+    bench = _Bench(rclpy_context, "player_test_stale")
+    with running(_wall_sim(), ros_env) as sim, \
+            running(_player("use_sim_time:=false", "stale_timeout:=0.1"), ros_env) as player:
+        bench.wait_ready(sim, player)
+        feedback: list = []
+        handle = bench.send(path, feedback=feedback)
+        assert handle is not None
+        result_future = handle.get_result_async()
+        assert bench.probe.spin_until(lambda: any(f.phase == PlayerPhase.PLAYING for f in feedback), 30.0, player)
+        _stop_for(sim, 0.6)
+        assert bench.probe.spin_until(result_future.done, 10.0, player), output_of(player)
+        bench.probe.spin_for(0.3)
+    status, result = result_future.result().status, result_future.result().result
+    bench.close()
+    assert (status, result.outcome) == (STATUS_ABORTED, PlayTrajectory.Result.OUTCOME_ABORTED_STALE), result.message
+    assert "/PSM1/measured_js stale for" in result.message and "stopped at the last setpoint, velocity 0" \
+        in result.message, result.message
+    last, before = bench.servo_jp[-1][1], bench.servo_jp[-2][1]
+    assert np.all(np.asarray(last.velocity) == 0.0) and np.any(np.asarray(before.velocity) != 0.0)
+    assert np.allclose(last.position, before.position, rtol=0, atol=1e-9)
 
 
 @pytest.mark.ros
@@ -958,7 +988,8 @@ def test_home_arm_homes_a_disabled_arm_and_plays_a_grid(ros_env, rclpy_context, 
     assert len(_lines_with(out, "MTML is DISABLED")) == 1, out
     assert len(moves) == 3 and servo == 0, out
     assert np.allclose(moves[2], [0, 0, 0, 0, 0, 0.25, 0])
-    assert states.count(("ENABLED", True, True)) == 3, f"the arm was not busy with each move_jp: {states}"
+    homed = states[states.index(("ENABLED", True, False)):]  # (an MTM says homed, busy, while it homes)
+    assert homed.count(("ENABLED", True, True)) == 3, f"the arm was not busy with each move_jp: {states}"
     assert (final.state, final.is_homed, final.is_busy) == ("ENABLED", True, False)
     assert NOT_READY_WARNING not in sim_out, sim_out
 
