@@ -293,3 +293,21 @@ def test_gc_calibration_on_the_simulated_mtml(tmp_path: Path, nodes_env):
     assert (out / "gc-MTML-1234-hold.png").is_file()
     assert "[1/3]" in log and "[2/3]" in log and "[3/3]" in log and "poses held 1 s" in log
     print(f"gc calibration on the simulated MTML: {seconds:.1f} s; tip drift {tip} mm")
+
+
+@pytest.mark.ros
+def test_the_arm_client_leaves_a_faulted_arm_to_a_person(nodes_env, tmp_path: Path):
+    """ArmClient.home (the calibration's and the demo's) powers on and homes a DISABLED arm, but a FAULT is for
+    a person to look at and clear: it says so and sends nothing (the arm stays in FAULT)."""
+    from dvrk_ident_ros.app.launcher import NodeProcess
+    from dvrk_ident_ros.errors import DvrkIdentError
+    from dvrk_ident_ros.nodes.clients import ArmClient
+
+    with NodeProcess("simulated_arm", {"arm": "MTML", "initial_state": "FAULT"}, log_dir=tmp_path / "logs",
+                     env=nodes_env, name="sim") as sim, ArmClient("MTML", "test_fault") as client:
+        with pytest.raises(DvrkIdentError, match=r"MTML is FAULT, not homed: not powered on nor homed automatically "
+                                                 r"\(MTML is in FAULT: clear the fault"):
+            client.home(30.0)
+        time.sleep(1.0)
+        assert client.operating.status is not None and client.operating.status.state == "FAULT"
+        assert "FAULT, not homed ->" not in sim.tail(50), sim.tail(50)  # no state change: nothing was sent
