@@ -155,6 +155,9 @@ class _StandInClient:
         def reason(self) -> str:
             return self.why
 
+        def settled(self, _now: float) -> bool:
+            return self.ready
+
     def __init__(self):
         self.arm = "MTML"
         self.operating = self.Operating()

@@ -453,8 +453,12 @@ def test_a_moment_of_ready_before_a_homing_move_commands_nothing(ros_env, rclpy_
         assert probe.spin_until(lambda: node.count_subscribers(f"/{ARM}/measured_js") > 0, 30.0, player)
         probe.spin_for(1.0)
         say(False)  # the moment before the homing move
+        flash_start = time.monotonic()
         probe.spin_for(0.1)
         say(True)
+        flash = time.monotonic() - flash_start
+        if flash > READY_SETTLE - 0.05:  # this process was too slow to make the flash shorter than the settle
+            pytest.skip(f"the stand-in's ready flash lasted {flash:.2f} s (a loaded machine): nothing to judge")
         probe.spin_for(1.5)
         assert not servo and player.poll() is None, output_of(player)
         say(False)  # homed
@@ -486,7 +490,7 @@ def _stop_for(proc, seconds: float) -> None:
 @pytest.mark.ros
 def test_wall_clock_stream_holds_the_trajectory_through_stalls(ros_env, rclpy_context, tmp_path):
     """On the wall clock (as with a real arm) the player streams at stream_rate, each setpoint stamped with
-    its tick's time. Stopped for 0.4 s (a stalled process), it sends nothing to catch up and its next
+    its tick's time. Stopped for 0.8 s (a stalled process), it sends nothing to catch up and its next
     setpoint continues from the last one (the trajectory is held; a warning, and the final line counts the
     stall), and its own stall, longer than stale_timeout, is not the arm's silence; the simulated arm stopped
     for 0.12 s catches up and says so. The trajectory plays to the end."""
@@ -496,14 +500,14 @@ def test_wall_clock_stream_holds_the_trajectory_through_stalls(ros_env, rclpy_co
     bench = _Bench(rclpy_context, "player_test_wall")
     player_cmd = [sys.executable, "-m", "dvrk_ident_ros.nodes.trajectory_player", "--ros-args", "-p", f"arm:={ARM}",
                   "-p", "autostart:=true", "-p", "wait_for_recorder:=false", "-p", f"trajectory_file:={path}",
-                  "-p", "stale_timeout:=0.3"]  # above the arm's own stall below, under the player's
+                  "-p", "stale_timeout:=0.6"]  # above the arm's own stall below, under the player's
     with running(_wall_sim(), ros_env) as sim:
         assert bench.probe.spin_until(lambda: len(bench.measured) > 10, 40.0, sim), output_of(sim)
         with running(player_cmd, ros_env) as player:
             assert bench.probe.spin_until(lambda: any(m.phase == PlayerPhase.PLAYING for _, m in bench.status), 40.0,
                                           player), output_of(player)
             bench.probe.spin_for(0.5)
-            _stop_for(player, 0.4)
+            _stop_for(player, 0.8)
             bench.probe.spin_for(0.5)
             _stop_for(sim, 0.12)
             assert bench.probe.spin_until(lambda: player.poll() is not None, 40.0), "the player did not finish"
@@ -536,21 +540,22 @@ def test_wall_clock_stream_holds_the_trajectory_through_stalls(ros_env, rclpy_co
 
 @pytest.mark.ros
 def test_an_arm_silent_for_stale_timeout_ends_the_run_at_rest(ros_env, rclpy_context, tmp_path):
-    """The arm's state stops (the simulated arm stopped for 0.6 s; stale_timeout 0.1 s): the player ends the
-    run (ABORTED_STALE, the age named) and its last servo_jp holds the last setpoint at velocity 0."""
+    """The arm's state stops (the simulated arm stopped for 1.5 s; stale_timeout 0.4 s, above what a loaded
+    machine stalls the simulator): the player ends the run (ABORTED_STALE, the age named) and its last servo_jp
+    holds the last setpoint at velocity 0."""
     from dvrk_ident.action import PlayTrajectory
 
     path = _trajectory(tmp_path / "long.yaml", periods=3)
     bench = _Bench(rclpy_context, "player_test_stale")
     with running(_wall_sim(), ros_env) as sim, \
-            running(_player("use_sim_time:=false", "stale_timeout:=0.1"), ros_env) as player:
+            running(_player("use_sim_time:=false", "stale_timeout:=0.4"), ros_env) as player:
         bench.wait_ready(sim, player)
         feedback: list = []
         handle = bench.send(path, feedback=feedback)
         assert handle is not None
         result_future = handle.get_result_async()
         assert bench.probe.spin_until(lambda: any(f.phase == PlayerPhase.PLAYING for f in feedback), 30.0, player)
-        _stop_for(sim, 0.6)
+        _stop_for(sim, 1.5)
         assert bench.probe.spin_until(result_future.done, 10.0, player), output_of(player)
         bench.probe.spin_for(0.3)
     status, result = result_future.result().status, result_future.result().result

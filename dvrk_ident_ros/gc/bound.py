@@ -74,7 +74,8 @@ def format_bound(data: PoseData, folds: list[Fold] | None = None, tol: float = 1
     iterations = 0
     while iterations < max_iterations:
         iterations += 1
-        row = 1.0 / np.sqrt(scale[own] * np.maximum(figures[own] * scale[own], 1e-300))
+        # (a joint fitted exactly keeps a finite weight: its residual norm floored at 1e-12 of its torque's)
+        row = 1.0 / np.sqrt(scale[own] * np.maximum(figures[own], 1e-12) * scale[own])
         candidate = np.linalg.lstsq(X * row[:, None], y * row, rcond=None)[0]
         new = _figures(X, y, own, scale, candidate)
         if new.sum() > figures.sum():  # rounding at the optimum: keep the better one

@@ -46,7 +46,7 @@ class ArmClient:
         self.node.create_subscription(JointState, f"/{arm}/servo_jf", self._on_effort, STATE_QOS)
         self.operating = ArmStateMonitor(self.node, arm)  # /<ARM>/operating_state, state_command
         # /<ARM>/goal_reached, in order: True when a move_jp ended at its goal, False when it was cut short (the
-        # arm's last ones, transient_local, arrive as the subscription matches)
+        # arm's last one, transient_local, arrives as the subscription matches)
         self.goal_events: list[bool] = []
         self.node.create_subscription(Bool, f"/{arm}/goal_reached", self._on_goal_reached, EVENT_QOS)
         self.player_status: PlayerStatus | None = None  # the last status of this arm's player
@@ -84,7 +84,7 @@ class ArmClient:
             if time.monotonic() > deadline:
                 raise DvrkIdentError(f"no /{self.arm}/operating_state within {timeout:.0f} s")
             time.sleep(0.02)
-        if self.operating.ready:
+        if self.operating.settled(time.monotonic()):
             return 0.0
         status = self.operating.status
         if status.state in ("FAULT", "PAUSED"):
@@ -101,9 +101,10 @@ class ArmClient:
             enabled = self.operating.status
             if enabled is not None and not (enabled.is_homed or enabled.is_busy):
                 self.operating.send("home")
-        while not self.operating.ready:
+        while not self.operating.settled(time.monotonic()):  # ready, and for READY_SETTLE (common.py)
             if time.monotonic() > deadline:
-                raise DvrkIdentError(f"{self.arm} not ready after {timeout:.0f} s: {self.operating.reason()}")
+                raise DvrkIdentError(f"{self.arm} not ready after {timeout:.0f} s: "
+                                     f"{self.operating.reason() or 'ready only for a moment'}")
             time.sleep(0.02)
         return time.monotonic() - start
 

@@ -23,7 +23,7 @@ from dvrk_ident_ros.app.launcher import ros_environment, wait_for
 from dvrk_ident_ros.errors import DvrkIdentError
 from dvrk_ident_ros.node_help import node_help, wants_help
 from dvrk_ident_ros.nodes.clients import ArmClient
-from dvrk_ident_ros.nodes.common import declare_parameters
+from dvrk_ident_ros.nodes.common import crtk_messages, declare_parameters
 from dvrk_ident_ros.parameters.gc_calibration import SCHEMA
 from dvrk_ident_ros.player_phase import PlayerPhase
 
@@ -47,16 +47,16 @@ class ClientPort:
 
     def wait_ready(self, timeout: float) -> None:
         try:
-            wait_for(lambda: self.client.operating.ready, timeout, f"{self.client.arm} to be ready")
+            wait_for(lambda: self.client.operating.settled(time.monotonic()), timeout, f"{self.client.arm} to be ready")
         except DvrkIdentError as exc:
             raise DvrkIdentError(f"{exc}: {self.client.operating.reason()}") from exc
 
     def commandable(self) -> str:
-        """Why no move_jp may be sent now ('' when it may): the arm not ENABLED, homed and idle, or no fresh
-        valid state (stamp-0 samples do not count: where crtk_msgs is absent they are the only sign)."""
+        """Why no move_jp may be sent now ('' when it may): the arm not ENABLED, homed and idle for READY_SETTLE,
+        or no fresh valid state (stamp-0 samples do not count)."""
         operating = self.client.operating
-        if not operating.ready:
-            return operating.reason() or f"{self.client.arm} not ready"
+        if not operating.settled(time.monotonic()):
+            return operating.reason() or f"{self.client.arm} ready only for a moment (READY_SETTLE)"
         if not self._fresh():
             age = self.client.state_age()
             return (f"no valid /{self.client.arm}/measured_js " + ("yet" if age is None else f"for {age:.1f} s")
@@ -153,6 +153,11 @@ def main(args: list[str] | None = None) -> int:
         return REFUSED
     except Exception as exc:  # noqa: BLE001 - malformed --ros-args and the like
         print(f"error: cannot start: {exc}", flush=True)
+        return REFUSED
+    if crtk_messages() is None:  # before any node starts: the player would refuse, with less said
+        print(f"error: crtk_msgs is not installed: the {settings.arm}'s operating state cannot be read, so nothing "
+              "will be commanded (crtk_msgs is part of every dVRK workspace; outside one, `make setup` builds a "
+              "stand-in)", flush=True)
         return REFUSED
     with ArmClient(settings.arm, name) as client:
         job = Calibration(settings, ClientPort(client), env=ros_environment(isolated=False),

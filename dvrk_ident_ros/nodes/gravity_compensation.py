@@ -18,8 +18,9 @@ is turned off: the arm keeps its holding torque and is handed to the model's
 The arm's state (README.md, "On a real dVRK"; :mod:`dvrk_ident_ros.arm_state`):
 
 - Nothing is sent (no ``servo_jf``, no ``use_gravity_compensation``) until the
-  arm is ENABLED, homed and not busy (``/<ARM>/operating_state``; where
-  crtk_msgs is absent, the stamps only) and its samples are valid: a sample
+  arm is ENABLED, homed and not busy (``/<ARM>/operating_state``; the node
+  refuses to start where crtk_msgs is absent), has said so for READY_SETTLE,
+  and its samples are valid: a sample
   with ``header.stamp`` 0 is never commanded from and never re-arms the
   watchdog. What the node waits for is logged once per reason.
 - When the arm stops being ready (operating_state, or a stamp-0 sample) the
@@ -98,6 +99,7 @@ from dvrk_ident_ros.gc.supervisor import (
 )
 from dvrk_ident_ros.nodes.common import (
     CONTROL_STATE_QOS,
+    READY_SETTLE,
     STATE_QOS,
     ArmStateMonitor,
     check_arm_name,
@@ -347,8 +349,8 @@ class GravityCompensationNode(Node):
         if new.ready:
             self._invalid_since = None  # stamp-0 samples from before are no news about the ready arm
             if self.supervisor.state == CompensationState.STOPPED and self._waiting:
-                self.get_logger().info(f"{self.arm} is ready ({new.describe()}): compensating from the next "
-                                       "valid sample" + self._resume_note())
+                self.get_logger().info(f"{self.arm} is ready ({new.describe()}): compensating from a valid sample "
+                                       f"once it has been ready for {READY_SETTLE:g} s" + self._resume_note())
             return
         self.builtin.forget()
         self._ready_since = None

@@ -131,6 +131,7 @@ class Session:
     rate_checked: bool = False
     ticks: int = 0
     last_tick: float | None = None  # node-clock time of the previous tick while playing
+    resumed_at: float | None = None  # node-clock time the player last came back from a stall of its own
     last_phase: PlayerPhase | None = None  # the last status's (sent again at once when it changes)
     skipped: list[str] = field(default_factory=list)
 
@@ -526,18 +527,21 @@ class TrajectoryPlayerNode(Node):
         now = clock_now.nanoseconds * 1e-9
         s.ticks += 1
         since_last_tick, s.last_tick = (0.0 if s.last_tick is None else now - s.last_tick), now
+        if since_last_tick > 0.5 * self.stale_timeout:  # this player stalled: the arm's state may wait behind this tick
+            s.resumed_at = now
         try:
             if not self._may_run(self.arm_state.status):  # the state callback aborts first; a safety net
                 return self._abort_not_ready(self.arm_state.reason())
             state_time = self._state_time
             if state_time is None:  # started: a valid state had arrived
                 return self._finish(Result.OUTCOME_ABORTED_STALE, f"no valid /{self.arm}/measured_js")
+            # stale: no state for stale_timeout, counted from the player's own last stall if that came later (the
+            # arm's silence, not the player's); a player stalling again and again still stops at 3 x stale_timeout
             age = now - state_time
-            # stale: older than stale_timeout, and not only because this player stalled (then the arm's state may
-            # wait behind this tick: judged at the next one, a period later)
-            if age > self.stale_timeout and age - since_last_tick > 0.5 * self.stale_timeout:
+            if now - max(state_time, s.resumed_at or state_time) > self.stale_timeout \
+                    or age > 3.0 * self.stale_timeout:
                 return self._finish(Result.OUTCOME_ABORTED_STALE,
-                                    f"/{self.arm}/measured_js stale for {now - state_time:.3f} s "
+                                    f"/{self.arm}/measured_js stale for {age:.3f} s "
                                     f"(now {now:.3f}, last state {state_time:.3f})")
             if isinstance(s.plan, playback.FourierPlayback):
                 clock = s.stream_clock

@@ -117,6 +117,8 @@ class OperatingMachine:
         if name == "pause":
             if self.state != CrtkState.ENABLED:
                 return Action.NONE
+            if self.homing:  # a homing cut short is no homing (an MTM said homed while it ran)
+                self.is_homed = False
             self.state, self.homing_until = CrtkState.PAUSED, None
             return Action.HOLD
         # resume
