@@ -47,6 +47,11 @@ CONTROL_STATE_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=100, relia
 #: again (its encoders already biased) says exactly that for one control cycle before its homing move (busy)
 #: begins (sawIntuitiveResearchKit, the arm's ENCODERS_BIASED state), and it takes commands then.
 READY_SETTLE = 0.3
+#: The player's status (/dvrk_ident/<ARM>/player_status), both ends: its phase changes cut the recorder's sampling
+#: windows, so none may be lost. Reliable, and deep enough (10 s at the status's 50 Hz) that a recorder stalled for
+#: seconds still gets every one: with depth 10 a fresh-clone CI run's recorder, stalled 2 s, lost a pose's SAMPLING
+#: status (the pose then went uncounted).
+STATUS_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=500, reliability=ReliabilityPolicy.RELIABLE)
 #: The dVRK's event topics (operating_state, goal_reached): a late subscriber gets the last message.
 EVENT_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1, reliability=ReliabilityPolicy.RELIABLE,
                        durability=DurabilityPolicy.TRANSIENT_LOCAL)

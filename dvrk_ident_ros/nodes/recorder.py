@@ -61,6 +61,7 @@ from dvrk_ident_ros.errors import DataError, DvrkIdentError
 from dvrk_ident_ros.nodes.common import (
     EVENT_QOS,
     STATE_QOS,
+    STATUS_QOS,
     check_arm_name,
     crtk_messages,
     declare_parameters,
@@ -140,7 +141,7 @@ class Recorder(Node):
         self._ros_clock = self.get_clock()
         self._requested_qos = {}
         for topic, msgtype in topics.items():  # before the bag exists: a bad topic name leaves no directory
-            qos = EVENT_QOS if msgtype == OPERATING_STATE else STATE_QOS
+            qos = EVENT_QOS if msgtype == OPERATING_STATE else STATUS_QOS if msgtype == PLAYER_STATUS else STATE_QOS
             try:
                 self.create_subscription(classes[msgtype], topic, self._callback(topic), qos, raw=True)
             except InvalidTopicNameException as exc:

@@ -79,6 +79,7 @@ from dvrk_ident_ros.model.arm_model import load_model
 from dvrk_ident_ros.nodes.common import (
     EVENT_QOS,
     STATE_QOS,
+    STATUS_QOS,
     ArmStateMonitor,
     check_arm_name,
     declare_parameters,
@@ -197,7 +198,7 @@ class TrajectoryPlayerNode(Node):
             self.create_subscription(JointState, f"/{self.arm}/jaw/measured_js", self._on_jaw, LATEST_STATE_QOS)
         self.status_topic = player_status_topic(self.arm)
         self.recorder_topic = recorder_status_topic(self.arm)
-        self._status = self.create_publisher(PlayerStatus, self.status_topic, 10)
+        self._status = self.create_publisher(PlayerStatus, self.status_topic, STATUS_QOS)
         self._recorder_ready = not (self.autostart and self.wait_for_recorder)
         if not self._recorder_ready:
             self.create_subscription(RecorderStatus, self.recorder_topic, self._on_recorder, 10)
