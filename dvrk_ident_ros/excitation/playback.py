@@ -208,7 +208,8 @@ class GridPlayback:
 
     def step(self, t: float, q_measured: np.ndarray, reached: bool | None = None) -> Setpoint:
         """``reached``: the arm's own word that the last move_jp is over (:class:`MoveWatch`); None where the
-        arm does not say (no crtk_msgs): then the pose counts as reached within ``tolerance``."""
+        caller has no word from the arm (offline use; the player always passes it): then the pose counts as
+        reached within ``tolerance``."""
         n = len(self.poses)
         goal = None
         if self._phase == PlayerPhase.IDLE or (self._phase == PlayerPhase.SAMPLING
