@@ -51,6 +51,18 @@ def test_period_from_stamps_not_from_a_burst_of_arrivals():
     assert sup.is_stale(last + 0.0101)
 
 
+def test_a_sample_repeating_the_last_stamp_is_no_fresh_sample():
+    """A sample whose stamp repeats the last one's (the arm's loop stalled behind a live bridge) is one the node
+    skips: the watchdog, armed by the last fresh sample, goes stale on time."""
+    sup = CompensationSupervisor(SupervisorSettings(ramp_in_time=0.0))
+    stamps = [20.0 + 0.01 * k for k in range(50)]
+    _feed(sup, stamps, arrivals=[5.0 + 0.01 * k for k in range(50)])
+    assert sup.repeats(stamps[-1]) and not sup.repeats(stamps[-1] + 0.01) and not sup.repeats(stamps[-2] + 1e-9)
+    assert sup.is_stale(5.0 + 0.01 * 49 + 0.0901)  # the repeats, skipped, re-armed nothing
+    sup.interrupt()  # a new run (the arm not ready in between): nothing to repeat
+    assert not sup.repeats(stamps[-1])
+
+
 def _simulate(sup: CompensationSupervisor, arrivals, end: float) -> list[tuple[float, str, float | None]]:
     """The node's event loop in miniature: samples at ``arrivals`` (stamps = arrivals), the watchdog fired as the
     node arms it (``deadline`` after each commanded sample, then ``next_in`` after each tick), until ``end``.

@@ -552,6 +552,35 @@ def test_stamp_0_samples_stop_the_node_at_once_and_it_resumes(ros_env, rclpy_con
     assert "has stamp 0" in out and "stopped at once" in out and "invalid (stamp 0) 100" in out, out
 
 
+@pytest.mark.ros
+def test_a_repeated_stamp_is_no_fresh_sample_the_watchdog_fades_and_hands_over(ros_env, rclpy_context, tmp_path):
+    """The arm's control loop stalls behind a live bridge: measured_js keeps coming, every message the last
+    sample again (its stamp too). None is answered and none re-arms the watchdog: the torques fade to 0 N m and
+    the arm is handed back as for a silent arm; the node says why (throttled) and counts them at exit."""
+    path, _ = _gc_file(tmp_path)
+    q, qd = np.array([0.1, 0.3, -0.2, 0.4, -0.3, 0.2, 0.0]), np.zeros(7)
+    h = _Harness(rclpy_context, "gc_test_repeated_stamp")
+    with running(_gc_node(path, "ramp_in_time:=0.0", "fade_out_time:=0.2", "handover_after:=0.5"), ros_env) as proc:
+        h.wait_ready(proc)
+        h.stream([_state(k, q, qd) for k in range(100)], rate=200.0)
+        repeats_from = time.monotonic()
+        h.stream([_state(99, q, qd) for _ in range(300)], rate=200.0)  # 1.5 s of the last sample again
+        handed_over = [at for at, m in h.builtin if m.data]
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=10.0)
+    out = output_of(proc)
+    answers = h.answers()
+    ours = {_stamp_key(_stamp(k)) for k in range(100)}
+    own = [(at, m) for at, m in h.servo_jf if _stamp_key(m.header.stamp) not in ours]
+    h.close()
+    assert len(answers.get(_stamp_key(_stamp(99)), [])) == 1, "a repeated sample was answered"
+    assert own and all(at > repeats_from for at, _ in own), "no fade of the node's own while the stamp repeated"
+    assert all(e == 0.0 for e in own[-1][1].effort), "the fade did not end at 0 N m"
+    assert handed_over and handed_over[0] > repeats_from + 0.4, \
+        f"no hand-over handover_after into the repeats:\n{out}"
+    assert "repeats its last stamp" in out and "repeated stamps 300" in out, out
+
+
 def _interrupted(ros_env, rclpy_context, tmp_path, name: str, signal_at: int | None, count: int,
                  fade_out_time: float = 0.4):
     """Stream ``count`` samples at 200 Hz, SIGINT the node after sample ``signal_at`` (None: once all are

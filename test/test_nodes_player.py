@@ -539,14 +539,19 @@ def test_wall_clock_stream_holds_the_trajectory_through_stalls(ros_env, rclpy_co
 
 
 @pytest.mark.ros
-def test_an_arm_silent_for_stale_timeout_ends_the_run_at_rest(ros_env, rclpy_context, tmp_path):
-    """The arm's state stops (the simulated arm stopped for 1.5 s; stale_timeout 0.4 s, above what a loaded
-    machine stalls the simulator): the player ends the run (ABORTED_STALE, the age named) and its last servo_jp
-    holds the last setpoint at velocity 0."""
+@pytest.mark.parametrize("how", ["silent", "frozen"])
+def test_an_arm_silent_for_stale_timeout_ends_the_run_at_rest(ros_env, rclpy_context, tmp_path, how):
+    """The arm's state stops for 1.5 s (stale_timeout 0.4 s, above what a loaded machine stalls the simulator):
+    the simulated arm stopped (silent), or its control loop stalled behind a live bridge (frozen: measured_js goes
+    on, every message the last sample, stamp and all). The player ends the run (ABORTED_STALE, the age named, and
+    for a frozen arm the repeated stamp) and its last servo_jp holds the last setpoint at velocity 0."""
+    from std_msgs.msg import Float64
+
     from dvrk_ident.action import PlayTrajectory
 
     path = _trajectory(tmp_path / "long.yaml", periods=3)
-    bench = _Bench(rclpy_context, "player_test_stale")
+    bench = _Bench(rclpy_context, f"player_test_stale_{how}")
+    freeze = bench.probe.node.create_publisher(Float64, f"/{ARM}/simulation/freeze_state", 1)
     with running(_wall_sim(), ros_env) as sim, \
             running(_player("use_sim_time:=false", "stale_timeout:=0.4"), ros_env) as player:
         bench.wait_ready(sim, player)
@@ -555,14 +560,19 @@ def test_an_arm_silent_for_stale_timeout_ends_the_run_at_rest(ros_env, rclpy_con
         assert handle is not None
         result_future = handle.get_result_async()
         assert bench.probe.spin_until(lambda: any(f.phase == PlayerPhase.PLAYING for f in feedback), 30.0, player)
-        _stop_for(sim, 1.5)
+        if how == "silent":
+            _stop_for(sim, 1.5)
+        else:
+            freeze.publish(Float64(data=1.5))
         assert bench.probe.spin_until(result_future.done, 10.0, player), output_of(player)
         bench.probe.spin_for(0.3)
+        assert sim.poll() is None, output_of(sim)
     status, result = result_future.result().status, result_future.result().result
     bench.close()
     assert (status, result.outcome) == (STATUS_ABORTED, PlayTrajectory.Result.OUTCOME_ABORTED_STALE), result.message
     assert "/PSM1/measured_js stale for" in result.message and "stopped at the last setpoint, velocity 0" \
         in result.message, result.message
+    assert ("repeats one stamp" in result.message) == (how == "frozen"), result.message
     last, before = bench.servo_jp[-1][1], bench.servo_jp[-2][1]
     assert np.all(np.asarray(last.velocity) == 0.0) and np.any(np.asarray(before.velocity) != 0.0)
     assert np.allclose(last.position, before.position, rtol=0, atol=1e-9)

@@ -100,6 +100,13 @@ class CompensationSupervisor:
         self._holding = False  # faded to zero on a stale state, flag still owned: the hand-over is pending
 
     # -- samples ----------------------------------------------------------------------
+    def repeats(self, stamp: float) -> bool:
+        """``stamp`` is the last sample's: the arm's control loop has stopped and the bridge publishes its last
+        sample again (the CRTK bridge publishes on its own period whatever the arm last measured). Not a fresh
+        sample: nothing is commanded from it and the watchdog is not re-armed, so a loop stalled for
+        ``stale_periods - 1`` periods fades out as a silent one does."""
+        return stamp == self._last_stamp
+
     def on_sample(self, arrival: float, stamp: float) -> None:
         """Any valid sample of a ready arm, commanded from or not (``arrival``: monotonic s; ``stamp``: its
         header time, s): the gaps, the late samples, freshness and the nominal period.

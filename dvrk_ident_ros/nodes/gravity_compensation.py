@@ -51,8 +51,11 @@ Only a state stale for ``handover_after`` s (and faded to zero) hands the arm
 back to the dVRK's own compensation, logged once at WARN; after any hand-over
 the node takes the arm again only once the state has been fresh for
 ``resume_after`` s: the built-in compensation is toggled at most once per real
-outage. Late samples and stale events are logged at most once a second each and
-counted (diagnostics, the exit line).
+outage. A sample with the previous sample's stamp is no fresh sample either: the
+arm's control loop has stopped behind a live bridge (which publishes its last
+sample on its own period), so nothing is commanded from it and the watchdog
+fades out as for a silent arm. Late samples, stale events and repeated stamps
+are logged at most once a second each and counted (diagnostics, the exit line).
 
 Exit (SIGINT/SIGTERM: :func:`~dvrk_ident_ros.nodes.common.run` calls
 :meth:`GravityCompensationNode.close`): the torques fade out over
@@ -160,6 +163,7 @@ class GravityCompensationNode(Node):
         self.rejected = 0
         self.answered = 0
         self.invalid = 0  # samples with stamp 0 (the arm's mark of invalid data)
+        self.repeated = 0  # samples with the previous sample's stamp (the arm's loop stalled): not fresh
         self.fade_commands = 0  # commands of the node's own (fades), not answers to a sample
         # the arm's own commanded effort (setpoint_js) while the node does not command, and what a take-over
         # ramps in from (bumpless: the PID's effort, with the dVRK's own compensation, read before it goes off)
@@ -254,6 +258,8 @@ class GravityCompensationNode(Node):
         sup = self.supervisor
         was = sup.state
         stamp = header_stamp.sec + 1e-9 * header_stamp.nanosec
+        if sup.repeats(stamp):  # the arm's loop stalled behind a live bridge: not fresh, the watchdog runs on
+            return self._on_repeat()
         if was == CompensationState.ACTIVE or was == CompensationState.RAMP_IN:
             scale = sup.on_state(arrival, stamp)
         else:  # off the control path: fading, stopped, waiting
@@ -321,6 +327,14 @@ class GravityCompensationNode(Node):
     def _wait_for_arm(self) -> None:
         """The arm is not ready: the reason, expected once the arm has said what it is doing."""
         self._wait(self.monitor.reason(), expected=self.monitor.status is not None)
+
+    def _on_repeat(self) -> None:
+        """A sample with the previous one's stamp: no command, no fresh sample for the watchdog."""
+        self.repeated += 1
+        self.get_logger().warning(
+            f"/{self.arm}/measured_js repeats its last stamp ({self.repeated} so far): the arm's control loop is not "
+            "advancing (the bridge republishes its last sample); not commanded from, not fresh for the watchdog",
+            throttle_duration_sec=1.0)
 
     def _on_invalid(self, now: float) -> None:
         """A sample with stamp 0: the arm is not ready. Never commanded from, never a fresh sample."""
@@ -610,6 +624,7 @@ class GravityCompensationNode(Node):
             "answered": self.answered,
             "rejected": self.rejected,
             "invalid (stamp 0)": self.invalid,
+            "repeated stamps": self.repeated,
             "fade commands": self.fade_commands,
             "stale events": sup.stale_events,
             "late samples": sup.late_samples,
@@ -640,8 +655,9 @@ class GravityCompensationNode(Node):
         time.sleep(0.05)  # let the middleware deliver the hand-over before the context goes
         self.get_logger().info(
             f"exit: {faded}answered {self.answered} samples, rejected {self.rejected}, invalid (stamp 0) "
-            f"{self.invalid}, stale events {sup.stale_events}, late samples {sup.late_samples}, max gap "
-            f"{1e3 * sup.max_gap:.0f} ms, hand-overs {sup.handovers}, fade commands {self.fade_commands}; {handed}")
+            f"{self.invalid}, repeated stamps {self.repeated}, stale events {sup.stale_events}, late samples "
+            f"{sup.late_samples}, max gap {1e3 * sup.max_gap:.0f} ms, hand-overs {sup.handovers}, fade commands "
+            f"{self.fade_commands}; {handed}")
 
     def _fade_out_at_exit(self, start: float) -> str:
         """The final fade: the executor keeps answering samples at the falling scale and the watchdog commands

@@ -18,8 +18,12 @@ not homing, else ignored with a throttled "arm not ready" warning; a
 ``servo_jf`` while homing, any command during an MTM's homing move, faults the
 arm); ``use_gravity_compensation`` (any state);
 ``/console/teleop/enable`` (std_msgs/Bool: true turns the built-in
-compensation back on, as dVRK teleoperation does); the test hook
-``/<ARM>/simulation/inject_fault`` (std_msgs/Empty: FAULT at once). Every
+compensation back on, as dVRK teleoperation does); the test hooks
+``/<ARM>/simulation/inject_fault`` (std_msgs/Empty: FAULT at once) and
+``/<ARM>/simulation/freeze_state`` (std_msgs/Float64, s: the arm's control
+loop stalls behind a live bridge: from the next state period on, every topic
+repeats that period's sample, stamp and all, for that long of simulated time;
+the physics runs on). Every
 command is checked by the core (length, NaN, limits, servo_jp jumps); a
 rejected one is logged and the arm keeps its previous command.
 
@@ -69,7 +73,7 @@ from rclpy.node import Node
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
-from std_msgs.msg import Bool, Empty
+from std_msgs.msg import Bool, Empty, Float64
 
 from dvrk_ident_ros.arm_state import OperatingStatus, stamp_is_valid
 from dvrk_ident_ros.arms import arm_spec
@@ -201,6 +205,7 @@ class SimulatedArmNode(Node):
         sub("hold", Empty, lambda msg: self.sim.hold())
         sub("simulation/inject_fault", Empty, lambda msg: self.sim.inject_fault("fault injected (simulation)"),
             COMMAND_QOS)
+        sub("simulation/freeze_state", Float64, self._freeze_state, COMMAND_QOS)
         sub("/console/teleop/enable", Bool, self._teleop_enable, COMMAND_QOS, absolute=True)
         if self._crtk is not None:
             sub("state_command", self._crtk.StringStamped, lambda msg: self.sim.state_command(msg.string),
@@ -214,6 +219,8 @@ class SimulatedArmNode(Node):
             sub("jaw/servo_jf", JointState, self._jaw_servo_jf)
         self._jaw_effort = 0.0
         self._carry = 0.0
+        self._freeze_for: float | None = None  # s: a freeze asked for, starting at the next state period
+        self._frozen: tuple[float, Sample, Time] | None = None  # until (simulated s), the sample and stamp repeated
         self.steps = 0
         # /clock: a stall longer than two state periods slips (sim/pacing.py)
         max_step = 2.0 / self.publish_rate
@@ -348,9 +355,32 @@ class SimulatedArmNode(Node):
                 self.sim.step()
         self.steps += steps
 
+    def _freeze_state(self, msg: Float64) -> None:
+        """The test hook: the arm's state stops advancing for ``msg.data`` s (see the module's docstring)."""
+        seconds = float(msg.data)
+        if not (math.isfinite(seconds) and seconds >= 0.0):
+            raise DvrkIdentError(f"freeze_state {seconds}: expected a duration >= 0 s")
+        self._freeze_for = seconds
+        self.get_logger().warning(f"{self.arm}: state frozen for {seconds:g} s (simulation): every topic repeats "
+                                  "one sample, stamp and all, as a bridge does behind a stalled arm")
+
+    def _sample_to_publish(self, stamp: Time) -> tuple[Sample, Time]:
+        """The arm's sample and its stamp, or the frozen ones while a freeze lasts; lock held."""
+        now = self.sim.time
+        if self._freeze_for is not None:  # the freeze begins with this period's sample
+            self._frozen = (now + self._freeze_for, self.sim.sample(), stamp)
+            self._freeze_for = None
+        if self._frozen is not None:
+            until, sample, frozen_stamp = self._frozen
+            if now < until:
+                return sample, frozen_stamp
+            self._frozen = None
+            self.get_logger().info(f"{self.arm}: state no longer frozen")
+        return self.sim.sample(), stamp
+
     def _publish(self, stamp: Time) -> None:
         """One state sample on every topic (zeros and stamp 0 while the data is invalid), then the events."""
-        sample: Sample = self.sim.sample()
+        sample, stamp = self._sample_to_publish(stamp)
         valid_stamp = stamp if sample.valid else INVALID_STAMP
         n = self.arm_joints
         names = self.names[:n]

@@ -41,11 +41,12 @@ valid stamps alone do not tell a ready arm), the player says once what it
 waits for and refuses after ``ready_timeout``; with
 ``home_arm`` it sends ``enable`` and ``home`` itself. A ``measured_js`` with
 stamp 0 (the bridge's mark of invalid data) is never the current pose nor a
-fresh sample. Mid-run, the arm leaving that state (FAULT, PAUSED, DISABLED,
-someone homing or moving it; the arm's busy flag during the player's own
-``move_jp`` is expected) ends the run at once with the reason. A pose grid's
-``move_jp`` is over when the arm says so (``goal_reached``, ``is_busy`` going
-false).
+fresh sample; nor is one with the last valid sample's stamp (the arm's control
+loop has stopped, and the bridge republishes its last sample). Mid-run, the
+arm leaving that state (FAULT, PAUSED, DISABLED, someone homing or moving it;
+the arm's busy flag during the player's own ``move_jp`` is expected) ends the
+run at once with the reason. A pose grid's ``move_jp`` is over when the arm
+says so (``goal_reached``, ``is_busy`` going false).
 """
 from __future__ import annotations
 
@@ -181,6 +182,7 @@ class TrajectoryPlayerNode(Node):
         self._state_stamp = 0.0  # its header stamp: the time the positions were measured
         self._last_sample = ""  # what the last measured_js was: "valid", "stamp 0" or "k positions"
         self.invalid_samples = 0  # measured_js samples with stamp 0 (the arm was not ready): ignored
+        self.repeated_samples = 0  # measured_js samples with the last valid one's stamp (not fresh): ignored
         self._jaw_seen = self.jaw is None
         self.session: Session | None = None
         self.exit_code: int | None = None
@@ -251,13 +253,18 @@ class TrajectoryPlayerNode(Node):
             self.get_logger().warning(f"measured_js rejected: {len(msg.position)} positions (expected {n}) or NaN",
                                       throttle_duration_sec=1.0)
             return
+        stamp = stamp_seconds(msg.header.stamp)
+        if stamp == self._state_stamp:  # the arm's loop stalled behind a live bridge (it republishes the sample)
+            self.repeated_samples += 1
+            self._last_sample = "repeated stamp"
+            return  # no fresh state: the stale check runs on
         self.q[:n] = msg.position
         self._last_sample = "valid"
         now = self.now()
         if now == 0.0:  # use_sim_time and no /clock yet: no time to stamp the state with
             return
         self._state_time = now
-        self._state_stamp = stamp_seconds(msg.header.stamp)
+        self._state_stamp = stamp
         if self.session is not None and self.session.started and isinstance(self.session.plan, playback.GridPlayback):
             self.session.plan.on_sample()
 
@@ -304,6 +311,8 @@ class TrajectoryPlayerNode(Node):
         stale = self._state_time is None or self.now() - self._state_time > self.stale_timeout
         if stale and self._last_sample == "stamp 0":
             return self._invalid_data_reason()
+        if stale and self._last_sample == "repeated stamp":
+            return self._repeated_stamp_reason()
         if stale and self._last_sample.endswith("positions"):
             return f"/{self.arm}/measured_js has {self._last_sample} (expected {self.arm_joints})" \
                    + (": is a tool engaged?" if self.jaw is not None else "")
@@ -312,6 +321,10 @@ class TrajectoryPlayerNode(Node):
         if not self._jaw_seen:
             return f"no valid /{self.arm}/jaw/measured_js yet: is the tool engaged?"
         return ""
+
+    def _repeated_stamp_reason(self) -> str:
+        return f"/{self.arm}/measured_js repeats one stamp: the arm's control loop is not advancing (the bridge " \
+               "republishes its last sample)"
 
     def _invalid_data_reason(self) -> str:
         return f"/{self.arm}/measured_js has stamp 0 (invalid data): the arm is not ready (powered off, " \
@@ -484,8 +497,10 @@ class TrajectoryPlayerNode(Node):
         """A stream ended early: one last servo_jp at zero velocity (the dVRK's PID keeps the last servo_jp's
         velocity until the next command), at the measured pose after a tracking abort (the arm stops pushing
         towards a setpoint it could not follow), else at the last setpoint; checked against the limits like
-        every command. Nothing to an arm that is not ready (it ignores commands then). Returns what it did."""
-        if s.last_servo is None or not self._may_run(self.arm_state.status) or self._last_sample != "valid":
+        every command. Nothing to an arm that is not ready (it ignores commands then); an arm whose stamp repeats
+        (its loop stalled) gets it, to take when its loop runs again. Returns what it did."""
+        if s.last_servo is None or not self._may_run(self.arm_state.status) \
+                or self._last_sample not in ("valid", "repeated stamp"):
             return ""
         at_measured = outcome == Result.OUTCOME_ABORTED_TRACKING
         try:
@@ -541,9 +556,10 @@ class TrajectoryPlayerNode(Node):
             age = now - state_time
             if now - max(state_time, s.resumed_at or state_time) > self.stale_timeout \
                     or age > 3.0 * self.stale_timeout:
+                repeated = f": {self._repeated_stamp_reason()}" if self._last_sample == "repeated stamp" else ""
                 return self._finish(Result.OUTCOME_ABORTED_STALE,
                                     f"/{self.arm}/measured_js stale for {age:.3f} s "
-                                    f"(now {now:.3f}, last state {state_time:.3f})")
+                                    f"(now {now:.3f}, last state {state_time:.3f}){repeated}")
             if isinstance(s.plan, playback.FourierPlayback):
                 clock = s.stream_clock
                 sp = s.plan.step(clock.tick(now))
