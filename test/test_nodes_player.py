@@ -531,7 +531,8 @@ def test_wall_clock_stream_holds_the_trajectory_through_stalls(ros_env, rclpy_co
     assert np.all(intervals > 0), "setpoints out of order: a burst"
     held = re.search(r"(\d+) stalls \(trajectory held ([\d.]+) s\)", final[0])
     assert held and int(held.group(1)) >= 1 and float(held.group(2)) > 0.25, final[0]
-    assert "stream 500 Hz:" in final[0] and "interval median 2.00 ms" in final[0], final[0]
+    median = re.search(r"stream 500 Hz: \d+ ticks, interval median ([\d.]+) ms", final[0])
+    assert median and abs(float(median.group(1)) - 2.0) < 0.2, final[0]  # the player's own figure, as the stamps'
     assert "stream stalled" in out, out
     assert "behind the wall clock" in sim_out, sim_out  # the arm's own stall, caught up
     line = _lines_with(sim_out, "simulated on the wall clock")[0]

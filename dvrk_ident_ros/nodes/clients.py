@@ -16,8 +16,8 @@ from std_msgs.msg import Bool
 
 from dvrk_ident.msg import PlayerStatus
 from dvrk_ident.srv import Identify
-from dvrk_ident_ros.arm_state import stamp_is_valid
-from dvrk_ident_ros.arms import canonical_arm, player_status_topic
+from dvrk_ident_ros.arm_samples import ArmSamples, SampleKind
+from dvrk_ident_ros.arms import arm_spec, canonical_arm, player_status_topic
 from dvrk_ident_ros.data.interfaces import stamp_seconds
 from dvrk_ident_ros.errors import DvrkIdentError
 from dvrk_ident_ros.nodes.common import EVENT_QOS, STATE_QOS, ArmStateMonitor, fill_joint_state
@@ -34,6 +34,7 @@ class ArmClient:
         self.node = rclpy.create_node(name, context=self.context)
         self.executor = SingleThreadedExecutor(context=self.context)
         self.executor.add_node(self.node)
+        self.samples = ArmSamples(arm, arm_spec(arm))  # sorts each measured_js (valid, stamp 0, repeated, ...)
         self.state: tuple[float, np.ndarray, np.ndarray] | None = None
         self.states = 0
         self.node.create_subscription(JointState, f"/{arm}/measured_js", self._on_state, STATE_QOS)
@@ -60,8 +61,9 @@ class ArmClient:
             self.executor.spin_once(timeout_sec=0.05)
 
     def _on_state(self, msg: JointState) -> None:
-        if not stamp_is_valid(msg.header.stamp.sec, msg.header.stamp.nanosec):
-            return  # zeros: the dVRK's mark of an arm that is not ready
+        stamp = msg.header.stamp
+        if self.samples.on_sample(stamp.sec, stamp.nanosec, msg.position, time.monotonic()) is not SampleKind.VALID:
+            return  # stamp 0 (the arm not ready), the last sample again (its loop stalled), malformed: not fresh
         self.state = (time.monotonic(), np.asarray(msg.position, dtype=float), np.asarray(msg.effort, dtype=float))
         self.states += 1
         if self.recording:
@@ -133,7 +135,8 @@ class ArmClient:
         return self.state[1].copy()
 
     def state_age(self) -> float | None:
-        """s since the last valid measured_js arrived (None before any; stamp-0 samples do not count)."""
+        """s since the last fresh measured_js arrived (None before any; stamp-0 and repeated samples do not
+        count)."""
         return None if self.state is None else time.monotonic() - self.state[0]
 
     def move_jp(self, q: np.ndarray) -> None:

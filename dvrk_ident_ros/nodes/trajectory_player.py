@@ -68,9 +68,9 @@ from std_msgs.msg import Bool
 
 from dvrk_ident.action import PlayTrajectory
 from dvrk_ident.msg import PlayerStatus, RecorderStatus
-from dvrk_ident_ros.arm_state import CrtkState, OperatingStatus, stamp_is_valid
+from dvrk_ident_ros.arm_samples import ArmSamples, SampleKind
+from dvrk_ident_ros.arm_state import CrtkState, OperatingStatus
 from dvrk_ident_ros.arms import arm_spec, player_status_topic, recorder_status_topic
-from dvrk_ident_ros.data.interfaces import stamp_seconds
 from dvrk_ident_ros.errors import DataError, DvrkIdentError, SafetyError
 from dvrk_ident_ros.excitation import playback
 from dvrk_ident_ros.excitation.files import GRID_FORMAT, load_grid, load_trajectory
@@ -177,13 +177,9 @@ class TrajectoryPlayerNode(Node):
         self.grid_checker = CommandChecker(self.model, variant, section="hardware")  # pose grids
         self.arm_joints = self.spec.arm_joints  # on measured_js: all but the jaw
         self.jaw = self.spec.jaw_index  # the jaw's index (on /<ARM>/jaw/*), or None
-        self.q = np.zeros(self.model.dof)
-        self._state_time: float | None = None  # node-clock time the last valid state arrived
-        self._state_stamp = 0.0  # its header stamp: the time the positions were measured
-        self._last_sample = ""  # what the last measured_js was: "valid", "stamp 0" or "k positions"
-        self.invalid_samples = 0  # measured_js samples with stamp 0 (the arm was not ready): ignored
-        self.repeated_samples = 0  # measured_js samples with the last valid one's stamp (not fresh): ignored
-        self._jaw_seen = self.jaw is None
+        # the arm's pose and the freshness of its state (fresh_at: on the node's clock; stamp: when measured)
+        self.samples = ArmSamples(self.arm, self.spec)
+        self.q = self.samples.q
         self.session: Session | None = None
         self.exit_code: int | None = None
         self._autostarted = False
@@ -240,40 +236,23 @@ class TrajectoryPlayerNode(Node):
 
     # -- state in ----------------------------------------------------------------------
     def _on_state(self, msg: JointState) -> None:
-        n = self.arm_joints
-        if not stamp_is_valid(msg.header.stamp.sec, msg.header.stamp.nanosec):
-            # the bridge's mark of invalid data: the arm is powered off, not homed or faulted
-            self.invalid_samples += 1
-            self._last_sample = "stamp 0"
-            if self.session is not None and self.session.started:
-                self._abort_not_ready(self.arm_state.reason() or self._invalid_data_reason())
-            return
-        if len(msg.position) != n or not all(np.isfinite(msg.position)):
-            self._last_sample = f"{len(msg.position)} positions"
-            self.get_logger().warning(f"measured_js rejected: {len(msg.position)} positions (expected {n}) or NaN",
-                                      throttle_duration_sec=1.0)
-            return
-        stamp = stamp_seconds(msg.header.stamp)
-        if stamp == self._state_stamp:  # the arm's loop stalled behind a live bridge (it republishes the sample)
-            self.repeated_samples += 1
-            self._last_sample = "repeated stamp"
-            return  # no fresh state: the stale check runs on
-        self.q[:n] = msg.position
-        self._last_sample = "valid"
-        now = self.now()
-        if now == 0.0:  # use_sim_time and no /clock yet: no time to stamp the state with
-            return
-        self._state_time = now
-        self._state_stamp = stamp
-        if self.session is not None and self.session.started and isinstance(self.session.plan, playback.GridPlayback):
-            self.session.plan.on_sample()
+        now = self.now()  # 0 with use_sim_time before /clock: the pose is taken, no freshness
+        stamp = msg.header.stamp
+        kind = self.samples.on_sample(stamp.sec, stamp.nanosec, msg.position, now or None)
+        session = self.session if self.session is not None and self.session.started else None
+        if kind is SampleKind.INVALID:  # the arm is powered off, not homed or faulted
+            if session is not None:
+                self._abort_not_ready(self.arm_state.reason() or self.samples.invalid_reason())
+        elif kind is SampleKind.MALFORMED:
+            self.get_logger().warning(f"measured_js rejected: {self.samples.last_malformed} (expected "
+                                      f"{self.arm_joints} finite positions)", throttle_duration_sec=1.0)
+        elif kind is SampleKind.VALID and now and session is not None \
+                and isinstance(session.plan, playback.GridPlayback):
+            session.plan.on_sample()
+        # REPEATED (the arm's loop stalled behind a live bridge): no fresh state, the stale check runs on
 
     def _on_jaw(self, msg: JointState) -> None:
-        if not stamp_is_valid(msg.header.stamp.sec, msg.header.stamp.nanosec):
-            return  # invalid data; measured_js says (and counts) the same
-        if len(msg.position) == 1 and np.isfinite(msg.position[0]):
-            self.q[self.jaw] = msg.position[0]
-            self._jaw_seen = True
+        self.samples.on_jaw(msg.header.stamp.sec, msg.header.stamp.nanosec, msg.position)  # invalid: ignored
 
     def _on_arm_change(self, old: OperatingStatus | None, new: OperatingStatus) -> None:
         self._move.on_busy(new.is_busy)
@@ -308,27 +287,7 @@ class TrajectoryPlayerNode(Node):
         reason = self.arm_state.reason()
         if reason:
             return reason
-        stale = self._state_time is None or self.now() - self._state_time > self.stale_timeout
-        if stale and self._last_sample == "stamp 0":
-            return self._invalid_data_reason()
-        if stale and self._last_sample == "repeated stamp":
-            return self._repeated_stamp_reason()
-        if stale and self._last_sample.endswith("positions"):
-            return f"/{self.arm}/measured_js has {self._last_sample} (expected {self.arm_joints})" \
-                   + (": is a tool engaged?" if self.jaw is not None else "")
-        if stale:
-            return f"no recent /{self.arm}/measured_js: is the arm (or the simulator) running?"
-        if not self._jaw_seen:
-            return f"no valid /{self.arm}/jaw/measured_js yet: is the tool engaged?"
-        return ""
-
-    def _repeated_stamp_reason(self) -> str:
-        return f"/{self.arm}/measured_js repeats one stamp: the arm's control loop is not advancing (the bridge " \
-               "republishes its last sample)"
-
-    def _invalid_data_reason(self) -> str:
-        return f"/{self.arm}/measured_js has stamp 0 (invalid data): the arm is not ready (powered off, " \
-               "not homed or in FAULT): power on and home it from the console"
+        return self.samples.reason(self.now(), self.stale_timeout)
 
     # -- sessions ----------------------------------------------------------------------
     def _set_speed_scale(self, value: float) -> None:
@@ -397,7 +356,8 @@ class TrajectoryPlayerNode(Node):
         if s.ready_since is None:
             s.ready_since = steady
             if s.waiting_for:
-                ignored = f"; {self.invalid_samples} measured_js with stamp 0 ignored" if self.invalid_samples else ""
+                invalid = self.samples.invalid
+                ignored = f"; {invalid} measured_js with stamp 0 ignored" if invalid else ""
                 self.get_logger().info(f"{self.arm} ready ({self._describe_state()}{ignored})")
         if not self._recorder_ready:
             if s.waiting_for != "recorder":
@@ -500,7 +460,7 @@ class TrajectoryPlayerNode(Node):
         every command. Nothing to an arm that is not ready (it ignores commands then); an arm whose stamp repeats
         (its loop stalled) gets it, to take when its loop runs again. Returns what it did."""
         if s.last_servo is None or not self._may_run(self.arm_state.status) \
-                or self._last_sample not in ("valid", "repeated stamp"):
+                or self.samples.last not in (SampleKind.VALID, SampleKind.REPEATED):
             return ""
         at_measured = outcome == Result.OUTCOME_ABORTED_TRACKING
         try:
@@ -548,7 +508,7 @@ class TrajectoryPlayerNode(Node):
         try:
             if not self._may_run(self.arm_state.status):  # the state callback aborts first; a safety net
                 return self._abort_not_ready(self.arm_state.reason())
-            state_time = self._state_time
+            state_time = self.samples.fresh_at
             if state_time is None:  # started: a valid state had arrived
                 return self._finish(Result.OUTCOME_ABORTED_STALE, f"no valid /{self.arm}/measured_js")
             # stale: no state for stale_timeout, counted from the player's own last stall if that came later (the
@@ -556,7 +516,7 @@ class TrajectoryPlayerNode(Node):
             age = now - state_time
             if now - max(state_time, s.resumed_at or state_time) > self.stale_timeout \
                     or age > 3.0 * self.stale_timeout:
-                repeated = f": {self._repeated_stamp_reason()}" if self._last_sample == "repeated stamp" else ""
+                repeated = f": {self.samples.repeated_reason()}" if self.samples.last is SampleKind.REPEATED else ""
                 return self._finish(Result.OUTCOME_ABORTED_STALE,
                                     f"/{self.arm}/measured_js stale for {age:.3f} s "
                                     f"(now {now:.3f}, last state {state_time:.3f}){repeated}")
@@ -566,7 +526,7 @@ class TrajectoryPlayerNode(Node):
                 self._check_stream(s)
                 if s.ticks % TRACKING_CHECK_EVERY == 0:
                     # the setpoint the arm had been sent at the instant the state was measured
-                    measured_at = self._state_stamp
+                    measured_at = self.samples.stamp
                     if abs(measured_at - now) > OTHER_CLOCK:  # stamped on another clock: when it arrived
                         measured_at = state_time
                     expected = s.plan.step(clock.setpoint_time(min(measured_at, now))).servo_position
