@@ -36,12 +36,15 @@ arrives and held until the next, as the dVRK takes it, the motion topics at
 depth 1 too; with stamp (the default, gentler than a real arm) it is obeyed at
 the simulated instant of its stamp (at once if that has passed), so the arm
 follows a stream as it was sent, whatever the delivery and scheduling jitter
-(the motion topics then keep 100 messages).
+(the motion topics then keep 100 messages): the jitter of this Python
+simulator's own command thread on a loaded host, which a real arm's C++ bridge
+does not have, would otherwise reach the arm (README.md, "The simulated arm").
 
 - Wall clock (the default, like a real arm): a state period every
-  1/``publish_rate`` s, stamped with the wall time it stands for (simulated
-  2 ms behind real time, so that a command is in before its stamp's instant
-  is simulated: the state is published 2 ms after its stamp). A period
+  1/``publish_rate`` s, stamped with the wall time it stands for (with
+  servo_timing stamp simulated 2 ms behind real time, so that a command is in
+  before its stamp's instant is simulated: the state is published 2 ms after
+  its stamp). A period
   the loop was late for is caught up in the next integration (counted: a real
   arm's time does not stop); a lag over ``max(2 periods, 50 ms)`` is a stall
   (the process was not scheduled): caught up too, counted, and a throttled
@@ -240,7 +243,8 @@ class SimulatedArmNode(Node):
             f"{'on' if self.sim.builtin_gravity_compensation else 'off'}; state at {self.publish_rate:g} Hz, "
             f"physics at {physics_rate:g} Hz, "
             + (f"publishing /clock at {self.clock_rate:g} Hz (real-time factor {self.real_time_factor or 'max'})"
-               if self.publish_clock else "wall-clock time"))
+               if self.publish_clock else "wall-clock time")
+            + f"; servo_jp taken {'on arrival' if servo_timing == 'arrival' else 'at its stamp'}")
 
     # -- events: operating state, goal reached, "arm not ready" ---------------------------
     def _publish_events(self) -> None:
