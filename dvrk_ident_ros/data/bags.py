@@ -334,7 +334,9 @@ def load_bag(path: Path, dvrk_from_motor: np.ndarray, topic: str | None = None, 
         raise DataError(f"{path}: {topic} has {q.shape[1]} joints, the arm has {n}")
     order = np.argsort(t, kind="stable")
     t, q, qd, tau = t[order], q[order], qd[order], tau[order]
-    keep = np.concatenate([[True], np.diff(t) > 0])
+    keep = np.concatenate([[True], np.diff(t) > 0])  # a stamp again: the arm's loop stalled, the bridge repeated
+    if not keep.all():
+        source += f"; {int((~keep).sum())} samples repeating a stamp dropped"
     A_inv = np.linalg.inv(dvrk_from_motor)
     return Dataset(t=t[keep], q=q[keep] @ A_inv.T, qd=qd[keep] @ A_inv.T, tau=tau[keep] @ dvrk_from_motor,
                    source=source)
