@@ -46,6 +46,7 @@ class ArmSamples:
         self.q = np.zeros(spec.dof)
         self.fresh_at: float | None = None
         self.stamp = 0.0
+        self._stamp_ns = 0  # the same stamp in integer ns: compared exactly (a float of ~1.8e9 s resolves 0.24 us)
         self.last: SampleKind | None = None
         self.last_malformed = ""  # what the last malformed sample had ("9 positions", "a NaN")
         self.invalid = 0
@@ -61,6 +62,7 @@ class ArmSamples:
         if kind is SampleKind.VALID:
             self.q[:self.joints] = position
             self.stamp = sec + 1e-9 * nanosec
+            self._stamp_ns = sec * 1_000_000_000 + nanosec
             if now is not None:
                 self.fresh_at = now
         return kind
@@ -73,7 +75,7 @@ class ArmSamples:
             self.malformed += 1
             self.last_malformed = (f"{len(position)} positions" if len(position) != self.joints else "a NaN")
             return SampleKind.MALFORMED
-        if sec + 1e-9 * nanosec == self.stamp:  # (stamp 0.0 until a valid sample: never equal)
+        if sec * 1_000_000_000 + nanosec == self._stamp_ns:  # (0 until a valid sample: never equal)
             self.repeated += 1
             return SampleKind.REPEATED
         return SampleKind.VALID
