@@ -5,8 +5,9 @@ The dVRK's bridge publishes the state on its own period whatever the arm's contr
 
 - ``header.stamp`` 0 marks invalid data (the arm powered off, not homed, faulted): all zeros, never
   the arm's pose, never a fresh sample;
-- the last valid sample's stamp again: the arm's loop has stopped and the bridge publishes its last
-  sample once more; the pose is the last one, but no fresh sample;
+- the last valid sample's stamp again, give or take :data:`REPEAT_TOLERANCE`: the arm's loop has
+  stopped and the bridge publishes its last sample once more; the pose is the last one, but no fresh
+  sample;
 - a wrong number of positions (a PSM without its tool publishes its 7 raw joints) or a NaN: rejected.
 
 :class:`ArmSamples` sorts each sample into one of these (:class:`SampleKind`), keeps the pose and the
@@ -21,6 +22,19 @@ from enum import Enum
 import numpy as np
 
 from dvrk_ident_ros.arms import ArmSpec
+
+#: s: a valid sample stamped within this of the last fresh sample is that sample again. The bridge (cisst-ros'
+#: header conversion) stamps each message it publishes as ROS now - (cisst now - the data's own time): two clocks
+#: read one after the other, so a sample published again behind a stalled loop carries its stamp give or take the
+#: microseconds between the two reads, while a new sample's stamp advances by at least one period of the arm's
+#: 1.5 kHz loop (0.67 ms). A stamp that jumps back further than this is a new timeline (a clock step), not a repeat.
+REPEAT_TOLERANCE = 2e-4
+_REPEAT_TOLERANCE_NS = round(REPEAT_TOLERANCE * 1e9)
+
+
+def repeats(stamp: float, last: float | None) -> bool:
+    """``stamp`` (s) is the sample stamped ``last`` (s; None: no sample yet) published again."""
+    return last is not None and abs(stamp - last) < REPEAT_TOLERANCE
 
 
 class SampleKind(Enum):
@@ -46,7 +60,7 @@ class ArmSamples:
         self.q = np.zeros(spec.dof)
         self.fresh_at: float | None = None
         self.stamp = 0.0
-        self._stamp_ns = 0  # the same stamp in integer ns: compared exactly (a float of ~1.8e9 s resolves 0.24 us)
+        self._stamp_ns = 0  # the same stamp in integer ns
         self.last: SampleKind | None = None
         self.last_malformed = ""  # what the last malformed sample had ("9 positions", "a NaN")
         self.invalid = 0
@@ -75,7 +89,7 @@ class ArmSamples:
             self.malformed += 1
             self.last_malformed = (f"{len(position)} positions" if len(position) != self.joints else "a NaN")
             return SampleKind.MALFORMED
-        if sec * 1_000_000_000 + nanosec == self._stamp_ns:  # (0 until a valid sample: never equal)
+        if abs(sec * 1_000_000_000 + nanosec - self._stamp_ns) < _REPEAT_TOLERANCE_NS:  # (0 before any sample)
             self.repeated += 1
             return SampleKind.REPEATED
         return SampleKind.VALID

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from dvrk_ident_ros.arm_samples import ArmSamples, SampleKind
+from dvrk_ident_ros.arm_samples import ArmSamples, SampleKind, repeats
 from dvrk_ident_ros.arms import arm_spec
 
 MTM_POSE = [0.1, 0.2, -0.3, 0.4, -0.5, 0.6, 0.7]
@@ -43,6 +43,21 @@ def test_a_repeated_stamp_keeps_the_pose_and_is_not_fresh():
     moved = [x + 0.01 for x in MTM_POSE]  # the loop runs again
     assert samples.on_sample(1000, 20_000_000, moved, now=10.21) is SampleKind.VALID
     assert np.allclose(samples.q, moved) and samples.reason(10.25, 0.1) == ""
+
+
+def test_the_bridge_s_repeats_vary_by_microseconds_a_new_sample_advances_a_period():
+    """cisst-ros converts the stamp anew at every publish (ROS now - (arm clock now - the data's time)): a sample
+    published again carries its stamp give or take microseconds; the arm's next sample is a 1.5 kHz period on."""
+    samples = ArmSamples("MTML", arm_spec("MTML"))
+    base = 1_000_010_000  # ns past the second
+    samples.on_sample(1795, base, MTM_POSE, now=10.0)
+    for k, jitter_ns in enumerate((3_000, -2_500, 800, -40_000, 150_000)):
+        assert samples.on_sample(1795, base + jitter_ns, MTM_POSE, now=10.01 * (k + 1)) is SampleKind.REPEATED
+    assert samples.repeated == 5 and samples.fresh_at == 10.0
+    assert samples.on_sample(1795, base + 666_667, MTM_POSE, now=10.06) is SampleKind.VALID  # one period on
+    # a clock stepped back by a second: a new timeline, not the last sample again
+    assert samples.on_sample(1794, base, MTM_POSE, now=10.07) is SampleKind.VALID
+    assert repeats(1.0 + 2e-6, 1.0) and not repeats(1.0 + 6.7e-4, 1.0) and not repeats(1.0, None)
 
 
 def test_a_psm_without_its_tool_and_nan_are_rejected_and_the_jaw_is_waited_for():

@@ -48,16 +48,18 @@ def test_bag_errors(tmp_path):
 
 
 def test_samples_repeating_a_stamp_are_one_sample(tmp_path):
-    """The bridge behind a stalled arm loop publishes its last sample again, stamp and all: one sample, said."""
+    """The bridge behind a stalled arm loop publishes its last sample again, its stamp converted anew (give or
+    take microseconds): one sample, said."""
     A = load_description("mtm").dvrk_from_motor
     rng = np.random.default_rng(2)
     t, q, qd, tau = _signals(rng, 40, 7)
     repeat = np.r_[np.arange(20), [19, 19, 19], np.arange(20, 40)]  # sample 19 three more times
-    bag = write_joint_state_bag(tmp_path / "bag", {"/MTML/measured_js": (t[repeat], q[repeat], qd[repeat],
+    stamps = t[repeat] + np.r_[np.zeros(20), [3e-6, -2e-6, 4e-6], np.zeros(20)]
+    bag = write_joint_state_bag(tmp_path / "bag", {"/MTML/measured_js": (stamps, q[repeat], qd[repeat],
                                                                           tau[repeat])})
     data = load_dataset(bag, dvrk_from_motor=A)
     assert data.samples == 40 and np.allclose(data.t, t) and np.allclose(data.q @ A.T, q)
-    assert "3 samples repeating a stamp dropped" in data.source, data.source
+    assert "3 repeating the previous sample's stamp" in data.source, data.source
 
 
 def _bag_with_player_status(path, t, q, qd, tau, status):

@@ -494,7 +494,8 @@ def test_diagnostics_report_the_fade_out_and_the_ros_tools_see_ok_then_error(ros
     with running(_gc_node(path, "ramp_in_time:=0.0", "fade_out_time:=0.2"), ros_env) as proc:
         h.wait_ready(proc)
         started = time.monotonic()
-        h.stream([_state(k, q, qd) for k in range(300)], rate=200.0)
+        h.stream([_state(k, q, qd) for k in range(500)], rate=200.0)  # 2.5 s: two reports, one if the node stalls
+        streamed = time.monotonic()
         assert h.probe.spin_until(lambda: any(m.data for _, m in h.builtin), 5.0, proc), output_of(proc)
         handed_over = time.monotonic()
         h.probe.spin_until(lambda: any(d.state == CompensationState.STOPPED for _, d in h.diagnostics), 1.0, proc)
@@ -506,14 +507,14 @@ def test_diagnostics_report_the_fade_out_and_the_ros_tools_see_ok_then_error(ros
     h.close()
     assert CompensationState.FADING_OUT in states and states[-1] == CompensationState.STOPPED, sorted(set(states))
     assert all((st.name, st.hardware_id) == ("dvrk_ident: gravity_compensation MTML", ARM) for _, st in statuses)
-    during = [st for at, st in statuses if started + 0.3 < at < started + 1.4]
+    during = [st for at, st in statuses if started + 0.3 < at < streamed - 0.1]
     assert during and all(st.level == DiagnosticStatus.OK and st.message == "compensating MTML" for st in during), \
         [(st.level, st.message) for st in during]
     last = statuses[-1][1]
     values = {kv.key: kv.value for kv in last.values}
     assert last.level == DiagnosticStatus.ERROR and "handed back" in last.message, (last.level, last.message)
     assert values["state"] == "stopped" and values["hand-overs"] == "1" and int(values["stale events"]) >= 1, values
-    assert int(values["answered"]) >= 280 and int(values["fade commands"]) >= 1, values
+    assert int(values["answered"]) >= 480 and int(values["fade commands"]) >= 1, values
     assert len(statuses) <= elapsed + 3, f"{len(statuses)} reports in {elapsed:.1f} s: not about 1 Hz"
 
 
@@ -564,7 +565,12 @@ def test_a_repeated_stamp_is_no_fresh_sample_the_watchdog_fades_and_hands_over(r
         h.wait_ready(proc)
         h.stream([_state(k, q, qd) for k in range(100)], rate=200.0)
         repeats_from = time.monotonic()
-        h.stream([_state(99, q, qd) for _ in range(300)], rate=200.0)  # 1.5 s of the last sample again
+        again = []  # 1.5 s of the last sample again, its stamp give or take microseconds as the bridge converts it
+        for k in range(300):
+            msg = _state(99, q, qd)
+            msg.header.stamp.nanosec += (k % 7 - 3) * 1_000
+            again.append(msg)
+        h.stream(again, rate=200.0)
         handed_over = [at for at, m in h.builtin if m.data]
         proc.send_signal(signal.SIGINT)
         proc.wait(timeout=10.0)
@@ -573,7 +579,9 @@ def test_a_repeated_stamp_is_no_fresh_sample_the_watchdog_fades_and_hands_over(r
     ours = {_stamp_key(_stamp(k)) for k in range(100)}
     own = [(at, m) for at, m in h.servo_jf if _stamp_key(m.header.stamp) not in ours]
     h.close()
+    repeated = {_stamp_key(m.header.stamp) for m in again}
     assert len(answers.get(_stamp_key(_stamp(99)), [])) == 1, "a repeated sample was answered"
+    assert not repeated - {_stamp_key(_stamp(99))} & set(answers), "a repeated sample (stamp a few us off) answered"
     assert own and all(at > repeats_from for at, _ in own), "no fade of the node's own while the stamp repeated"
     assert all(e == 0.0 for e in own[-1][1].effort), "the fade did not end at 0 N m"
     assert handed_over and handed_over[0] > repeats_from + 0.4, \

@@ -31,6 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
+from dvrk_ident_ros.arm_samples import REPEAT_TOLERANCE
 from dvrk_ident_ros.arm_state import CrtkState
 from dvrk_ident_ros.arms import canonical_arm, player_status_topic
 from dvrk_ident_ros.data.dataset import Dataset
@@ -59,7 +60,8 @@ def _typestore():
 class JointStates:
     """The valid samples of one JointState topic: header time (s), position, velocity, effort
     (samples x joints), joint names, log time (s: when the recorder received each sample) and how
-    many samples with header.stamp 0 were left out."""
+    many samples with header.stamp 0 (``invalid``) and repeating the previous sample's stamp (``repeated``) were
+    left out."""
 
     t: np.ndarray
     position: np.ndarray
@@ -68,6 +70,7 @@ class JointStates:
     names: list[str]
     logged: np.ndarray
     invalid: int = 0
+    repeated: int = 0
 
     def select(self, mask: np.ndarray) -> JointStates:
         return replace(self, t=self.t[mask], position=self.position[mask], velocity=self.velocity[mask],
@@ -183,8 +186,13 @@ def arm_readiness(path: Path, arm_topic: str) -> ArmReadiness | None:
 
 def valid_joint_states(path: Path, topic: str) -> tuple[JointStates, int, str]:
     """:func:`read_joint_state_topic` less the samples received while the arm was not ready (see
-    :func:`arm_readiness`): (states, samples left out as not ready, a summary of what was skipped)."""
+    :func:`arm_readiness`) and those repeating the previous sample's stamp (the bridge behind a stalled arm loop
+    publishes its last sample again: :data:`~dvrk_ident_ros.arm_samples.REPEAT_TOLERANCE`): (states, samples left
+    out as not ready, a summary of what was skipped)."""
     states = read_joint_state_topic(path, topic)
+    fresh = np.r_[True, np.abs(np.diff(states.t)) >= REPEAT_TOLERANCE]
+    if not fresh.all():
+        states = replace(states.select(fresh), repeated=int(np.sum(~fresh)))
     readiness = arm_readiness(path, topic)
     not_ready = 0
     if readiness is not None:
@@ -194,14 +202,16 @@ def valid_joint_states(path: Path, topic: str) -> tuple[JointStates, int, str]:
             raise DataError(f"{path}: no {topic} sample while {readiness.topic} said the arm was ENABLED and "
                             f"homed ({len(states.t)} samples, {len(readiness.times)} states)")
         states = states.select(ready)
-    return states, not_ready, skipped_summary(states.invalid, not_ready)
+    return states, not_ready, skipped_summary(states.invalid, not_ready, states.repeated)
 
 
-def skipped_summary(invalid: int, not_ready: int) -> str:
+def skipped_summary(invalid: int, not_ready: int, repeated: int = 0) -> str:
     """'12 samples with header.stamp 0 and 30 while the arm was not ready skipped' ('' when none)."""
     parts = []
     if invalid:
         parts.append(f"{invalid} samples with header.stamp 0")
+    if repeated:
+        parts.append(f"{repeated} repeating the previous sample's stamp (the arm's loop stalled)")
     if not_ready:
         parts.append(f"{not_ready} while operating_state said the arm was not ready")
     return " and ".join(parts) + " skipped" if parts else ""
@@ -334,9 +344,7 @@ def load_bag(path: Path, dvrk_from_motor: np.ndarray, topic: str | None = None, 
         raise DataError(f"{path}: {topic} has {q.shape[1]} joints, the arm has {n}")
     order = np.argsort(t, kind="stable")
     t, q, qd, tau = t[order], q[order], qd[order], tau[order]
-    keep = np.concatenate([[True], np.diff(t) > 0])  # a stamp again: the arm's loop stalled, the bridge repeated
-    if not keep.all():
-        source += f"; {int((~keep).sum())} samples repeating a stamp dropped"
+    keep = np.concatenate([[True], np.diff(t) > 0])
     A_inv = np.linalg.inv(dvrk_from_motor)
     return Dataset(t=t[keep], q=q[keep] @ A_inv.T, qd=qd[keep] @ A_inv.T, tau=tau[keep] @ dvrk_from_motor,
                    source=source)

@@ -146,11 +146,12 @@ def load_pose_bag(path: str | Path, std_filter: float = 0.3, grid_path: str | Pa
     if not qs:
         raise DataError(f"{path}: no sampling window with valid {arm_topic} and {effort_topic} samples")
     invalid = measured.invalid + (efforts.invalid if efforts is not measured else 0)
+    repeated = measured.repeated + (efforts.repeated if efforts is not measured else 0)
     not_ready += effort_not_ready
     recording = Recording(measured.position[:, :7], tuple(windows_kept))
     return PoseData(np.array(qs), np.array(taus), np.array(joints), np.array(dirs), np.array(auxs),
                     np.array(sweep_ids), str(path), dropped, effort_topic=effort_topic, invalid_samples=invalid,
-                    not_ready_samples=not_ready, skipped=skipped_summary(invalid, not_ready),
+                    not_ready_samples=not_ready, skipped=skipped_summary(invalid, not_ready, repeated),
                     branch=recording.branches(np.array(joints), travel) if travel is not None else None,
                     recording=recording)
 

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import NamedTuple
 
+from dvrk_ident_ros.arm_samples import repeats
 from dvrk_ident_ros.errors import DvrkIdentError
 
 
@@ -101,13 +102,12 @@ class CompensationSupervisor:
 
     # -- samples ----------------------------------------------------------------------
     def repeats(self, stamp: float) -> bool:
-        """``stamp`` is the last sample's: the arm's control loop has stopped and the bridge publishes its last
-        sample again (the CRTK bridge publishes on its own period whatever the arm last measured). Not a fresh
-        sample: nothing is commanded from it and the watchdog is not re-armed, so a loop stalled for
-        ``stale_periods - 1`` periods fades out as a silent one does. (Stamps as float s: two distinct stamps
-        within about 0.24 us, a float's resolution at 1.8e9 s, would compare equal; an arm's periods are at least
-        0.67 ms.)"""
-        return stamp == self._last_stamp
+        """``stamp`` is the last sample's, give or take :data:`~dvrk_ident_ros.arm_samples.REPEAT_TOLERANCE`:
+        the arm's control loop has stopped and the bridge publishes its last sample again (the CRTK bridge
+        publishes on its own period whatever the arm last measured). Not a fresh sample: nothing is commanded
+        from it and the watchdog is not re-armed, so a loop stalled for ``stale_periods - 1`` periods fades out
+        as a silent one does."""
+        return repeats(stamp, self._last_stamp)
 
     def on_sample(self, arrival: float, stamp: float) -> None:
         """Any valid sample of a ready arm, commanded from or not (``arrival``: monotonic s; ``stamp``: its

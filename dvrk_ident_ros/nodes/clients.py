@@ -130,7 +130,9 @@ class ArmClient:
         deadline = time.monotonic() + timeout
         while self.state is None:
             if time.monotonic() > deadline:
-                raise DvrkIdentError(f"no /{self.arm}/measured_js within {timeout:.0f} s")
+                reason = self.samples.reason(time.monotonic(), timeout)
+                raise DvrkIdentError(f"no valid /{self.arm}/measured_js within {timeout:.0f} s"
+                                     + (f": {reason}" if reason else ""))
             time.sleep(0.02)
         return self.state[1].copy()
 

@@ -65,8 +65,8 @@ without samples the watchdog commands at the state's period), end with exactly
 of ``fade_out_time`` + 0.5 s ends the fade with a zero command whatever
 happens.
 
-The watchdog is a deadline, not a tick: one steady-clock timer that every valid
-sample re-arms (``Timer.reset``, under a microsecond) to
+The watchdog is a deadline, not a tick: one steady-clock timer that every valid,
+fresh sample re-arms (``Timer.reset``, under a microsecond) to
 :meth:`~dvrk_ident_ros.gc.supervisor.CompensationSupervisor.deadline` after it.
 It only fires when the state is late; it then ticks at the state's period while
 fading, once more for the hand-over, and is cancelled once stopped. A 1 kHz

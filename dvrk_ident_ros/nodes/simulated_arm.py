@@ -21,9 +21,10 @@ arm); ``use_gravity_compensation`` (any state);
 compensation back on, as dVRK teleoperation does); the test hooks
 ``/<ARM>/simulation/inject_fault`` (std_msgs/Empty: FAULT at once) and
 ``/<ARM>/simulation/freeze_state`` (std_msgs/Float64, s: the arm's control
-loop stalls behind a live bridge: from the next state period on, every topic
-repeats that period's sample, stamp and all, for that long of simulated time;
-the physics runs on). Every
+loop stalls behind a live bridge: from the next state period on, every joint
+state topic repeats that period's sample, its stamp give or take 5 us as the
+bridge converts it anew each time, for that long of simulated time; the
+physics and the events run on). Every
 command is checked by the core (length, NaN, limits, servo_jp jumps); a
 rejected one is logged and the arm keeps its previous command.
 
@@ -108,6 +109,8 @@ WALL_MAX_LAG = 0.5  # s: a wall-clock lag up to this is caught up, a longer one 
 #: s: on the wall clock the physics runs this far behind real time, so that a stamped command (delivered in about
 #: 0.5 ms) is in before its instant is simulated; a state is published this long after the instant its stamp gives
 WALL_DELAY = 0.002
+#: s: a frozen sample's stamp, published again, varies this much either way (the bridge's two clock reads)
+FROZEN_STAMP_JITTER = 5e-6
 CATCH_UP_YIELD = 0.0  # s: before catching up, the loop yields (GIL, CPU) so the command thread takes what arrived
 #: The bridge's subscribers: reliable, volatile, depth 1 (a command that arrives before the previous one was
 #: taken replaces it, as on the real arm); the event commands always, the motion topics with servo_timing arrival
@@ -223,7 +226,9 @@ class SimulatedArmNode(Node):
         self._jaw_effort = 0.0
         self._carry = 0.0
         self._freeze_for: float | None = None  # s: a freeze asked for, starting at the next state period
-        self._frozen: tuple[float, Sample, Time] | None = None  # until (simulated s), the sample and stamp repeated
+        # until (simulated s), the sample, its stamp and the built-in compensation's torques published again
+        self._frozen: tuple[float, Sample, Time, np.ndarray] | None = None
+        self._stamp_jitter = np.random.default_rng(seed)
         self.steps = 0
         # /clock: a stall longer than two state periods slips (sim/pacing.py)
         max_step = 2.0 / self.publish_rate
@@ -365,26 +370,29 @@ class SimulatedArmNode(Node):
         if not (math.isfinite(seconds) and seconds >= 0.0):
             raise DvrkIdentError(f"freeze_state {seconds}: expected a duration >= 0 s")
         self._freeze_for = seconds
-        self.get_logger().warning(f"{self.arm}: state frozen for {seconds:g} s (simulation): every topic repeats "
-                                  "one sample, stamp and all, as a bridge does behind a stalled arm")
+        self.get_logger().warning(f"{self.arm}: state frozen for {seconds:g} s (simulation): the joint states repeat "
+                                  "one sample and its stamp, as a bridge does behind a stalled arm")
 
-    def _sample_to_publish(self, stamp: Time) -> tuple[Sample, Time]:
-        """The arm's sample and its stamp, or the frozen ones while a freeze lasts; lock held."""
+    def _sample_to_publish(self, stamp: Time) -> tuple[Sample, Time, np.ndarray]:
+        """The arm's sample, its stamp and the built-in compensation's torques, or the frozen ones while a freeze
+        lasts; lock held. A frozen stamp is published again as the bridge does: converted from the arm's clock
+        anew each time, give or take a few microseconds (arm_samples.REPEAT_TOLERANCE)."""
         now = self.sim.time
         if self._freeze_for is not None:  # the freeze begins with this period's sample
-            self._frozen = (now + self._freeze_for, self.sim.sample(), stamp)
+            self._frozen = (now + self._freeze_for, self.sim.sample(), stamp, self.sim.builtin_compensation_effort())
             self._freeze_for = None
         if self._frozen is not None:
-            until, sample, frozen_stamp = self._frozen
+            until, sample, frozen_stamp, builtin = self._frozen
             if now < until:
-                return sample, frozen_stamp
+                jitter = float(self._stamp_jitter.uniform(-FROZEN_STAMP_JITTER, FROZEN_STAMP_JITTER))
+                return sample, _time_msg(frozen_stamp.sec + 1e-9 * frozen_stamp.nanosec + jitter), builtin
             self._frozen = None
             self.get_logger().info(f"{self.arm}: state no longer frozen")
-        return self.sim.sample(), stamp
+        return self.sim.sample(), stamp, self.sim.builtin_compensation_effort()
 
     def _publish(self, stamp: Time) -> None:
         """One state sample on every topic (zeros and stamp 0 while the data is invalid), then the events."""
-        sample, stamp = self._sample_to_publish(stamp)
+        sample, stamp, builtin = self._sample_to_publish(stamp)
         valid_stamp = stamp if sample.valid else INVALID_STAMP
         n = self.arm_joints
         names = self.names[:n]
@@ -414,8 +422,7 @@ class SimulatedArmNode(Node):
             joint_state("gripper/measured_js", ["gripper"], [0.0], None, None)
         # the flag's state: the torques while it is on, zeros while it is off; valid with the joints' data (the
         # dVRK marks it valid only while the joints are ready)
-        joint_state("gravity_compensation/setpoint_js", names, None, None,
-                    self.sim.builtin_compensation_effort()[:n])
+        joint_state("gravity_compensation/setpoint_js", names, None, None, builtin[:n])
         self._publish_events()
 
     def spin(self, executor) -> None:

@@ -31,7 +31,7 @@ SCHEMA = NodeSchema("trajectory_player", (
               "description's tracking_error", unit="rad (m for prismatic)", minimum=0.0, exclusive_minimum=True,
               arm_dependent=True),
     Parameter("stale_timeout", Kind.DOUBLE, 0.1,
-              "Largest age of the last valid measured_js before the player stops streaming",
+              "Largest age of the last fresh measured_js (valid, its stamp advanced) before the player stops streaming",
               unit="s", minimum=0.0, exclusive_minimum=True),
     Parameter("speed_scale", Kind.DOUBLE, 1.0,
               "Factor on the playback speed (0.5: half speed); at run time: for the next play (every plan is "
