@@ -5,9 +5,9 @@ The dVRK's bridge publishes the state on its own period whatever the arm's contr
 
 - ``header.stamp`` 0 marks invalid data (the arm powered off, not homed, faulted): all zeros, never
   the arm's pose, never a fresh sample;
-- the last valid sample's stamp again, give or take :data:`REPEAT_TOLERANCE`: the arm's loop has
-  stopped and the bridge publishes its last sample once more; the pose is the last one, but no fresh
-  sample;
+- the last valid sample again, its stamp give or take :data:`REPEAT_TOLERANCE` and its positions
+  identical: the arm's loop has stopped and the bridge publishes its last sample once more; the pose is
+  the last one, but no fresh sample;
 - a wrong number of positions (a PSM without its tool publishes its 7 raw joints) or a NaN: rejected.
 
 :class:`ArmSamples` sorts each sample into one of these (:class:`SampleKind`), keeps the pose and the
@@ -23,7 +23,9 @@ import numpy as np
 
 from dvrk_ident_ros.arms import ArmSpec
 
-#: s: a valid sample stamped within this of the last fresh sample is that sample again. The bridge (cisst-ros'
+#: s: a valid sample stamped within this of the last fresh sample, with the same positions, is that sample again
+#: (both hold for a republished sample; a publisher of its own bursting new samples microseconds apart passes the
+#: stamp test, not the positions one). The bridge (cisst-ros'
 #: header conversion) stamps each message it publishes as ROS now - (cisst now - the data's own time): two clocks
 #: read one after the other, so a sample published again behind a stalled loop carries its stamp give or take the
 #: microseconds between the two reads, while a new sample's stamp advances by at least one period of the arm's
@@ -33,7 +35,8 @@ _REPEAT_TOLERANCE_NS = round(REPEAT_TOLERANCE * 1e9)
 
 
 def repeats(stamp: float, last: float | None) -> bool:
-    """``stamp`` (s) is the sample stamped ``last`` (s; None: no sample yet) published again."""
+    """``stamp`` (s) may be the sample stamped ``last`` (s; None: no sample yet) published again: it is if its
+    positions are that sample's too."""
     return last is not None and abs(stamp - last) < REPEAT_TOLERANCE
 
 
@@ -89,7 +92,8 @@ class ArmSamples:
             self.malformed += 1
             self.last_malformed = (f"{len(position)} positions" if len(position) != self.joints else "a NaN")
             return SampleKind.MALFORMED
-        if abs(sec * 1_000_000_000 + nanosec - self._stamp_ns) < _REPEAT_TOLERANCE_NS:  # (0 before any sample)
+        if abs(sec * 1_000_000_000 + nanosec - self._stamp_ns) < _REPEAT_TOLERANCE_NS \
+                and all(a == b for a, b in zip(position, self.q[:self.joints], strict=True)):  # (0 before any)
             self.repeated += 1
             return SampleKind.REPEATED
         return SampleKind.VALID

@@ -55,6 +55,9 @@ def test_the_bridge_s_repeats_vary_by_microseconds_a_new_sample_advances_a_perio
         assert samples.on_sample(1795, base + jitter_ns, MTM_POSE, now=10.01 * (k + 1)) is SampleKind.REPEATED
     assert samples.repeated == 5 and samples.fresh_at == 10.0
     assert samples.on_sample(1795, base + 666_667, MTM_POSE, now=10.06) is SampleKind.VALID  # one period on
+    # a publisher of its own bursting new samples microseconds apart: new positions, a new sample
+    burst = [x + 1e-4 for x in MTM_POSE]
+    assert samples.on_sample(1795, base + 666_667 + 20_000, burst, now=10.061) is SampleKind.VALID
     # a clock stepped back by a second: a new timeline, not the last sample again
     assert samples.on_sample(1794, base, MTM_POSE, now=10.07) is SampleKind.VALID
     assert repeats(1.0 + 2e-6, 1.0) and not repeats(1.0 + 6.7e-4, 1.0) and not repeats(1.0, None)

@@ -60,6 +60,12 @@ def test_samples_repeating_a_stamp_are_one_sample(tmp_path):
     data = load_dataset(bag, dvrk_from_motor=A)
     assert data.samples == 40 and np.allclose(data.t, t) and np.allclose(data.q @ A.T, q)
     assert "3 repeating the previous sample's stamp" in data.source, data.source
+    # new samples 50 us apart (a publisher bursting after a stall), each with its own positions: all kept
+    burst = t.copy()
+    burst[10:20] = t[10] + 5e-5 * np.arange(10)
+    bag = write_joint_state_bag(tmp_path / "burst", {"/MTML/measured_js": (burst, q, qd, tau)})
+    data = load_dataset(bag, dvrk_from_motor=A)
+    assert data.samples == 40 and "previous sample's stamp" not in data.source, data.source
 
 
 def _bag_with_player_status(path, t, q, qd, tau, status):

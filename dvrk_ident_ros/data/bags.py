@@ -186,11 +186,12 @@ def arm_readiness(path: Path, arm_topic: str) -> ArmReadiness | None:
 
 def valid_joint_states(path: Path, topic: str) -> tuple[JointStates, int, str]:
     """:func:`read_joint_state_topic` less the samples received while the arm was not ready (see
-    :func:`arm_readiness`) and those repeating the previous sample's stamp (the bridge behind a stalled arm loop
-    publishes its last sample again: :data:`~dvrk_ident_ros.arm_samples.REPEAT_TOLERANCE`): (states, samples left
-    out as not ready, a summary of what was skipped)."""
+    :func:`arm_readiness`) and those repeating the previous sample, stamp and positions (the bridge behind a
+    stalled arm loop publishes its last sample again: :data:`~dvrk_ident_ros.arm_samples.REPEAT_TOLERANCE`):
+    (states, samples left out as not ready, a summary of what was skipped)."""
     states = read_joint_state_topic(path, topic)
-    fresh = np.r_[True, np.abs(np.diff(states.t)) >= REPEAT_TOLERANCE]
+    same = (np.abs(np.diff(states.t)) < REPEAT_TOLERANCE) & np.all(np.diff(states.position, axis=0) == 0, axis=1)
+    fresh = np.r_[True, ~same]
     if not fresh.all():
         states = replace(states.select(fresh), repeated=int(np.sum(~fresh)))
     readiness = arm_readiness(path, topic)

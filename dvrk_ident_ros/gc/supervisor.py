@@ -102,11 +102,11 @@ class CompensationSupervisor:
 
     # -- samples ----------------------------------------------------------------------
     def repeats(self, stamp: float) -> bool:
-        """``stamp`` is the last sample's, give or take :data:`~dvrk_ident_ros.arm_samples.REPEAT_TOLERANCE`:
-        the arm's control loop has stopped and the bridge publishes its last sample again (the CRTK bridge
-        publishes on its own period whatever the arm last measured). Not a fresh sample: nothing is commanded
-        from it and the watchdog is not re-armed, so a loop stalled for ``stale_periods - 1`` periods fades out
-        as a silent one does."""
+        """``stamp`` is the last sample's, give or take :data:`~dvrk_ident_ros.arm_samples.REPEAT_TOLERANCE`;
+        with the same positions too (the caller checks), the arm's control loop has stopped and the bridge
+        publishes its last sample again (the CRTK bridge publishes on its own period whatever the arm last
+        measured). Not a fresh sample: nothing is commanded from it and the watchdog is not re-armed, so a loop
+        stalled for ``stale_periods - 1`` periods fades out as a silent one does."""
         return repeats(stamp, self._last_stamp)
 
     def on_sample(self, arrival: float, stamp: float) -> None:

@@ -160,6 +160,7 @@ class GravityCompensationNode(Node):
         self._q_in = [0.0] * self._law_dof  # the sample being checked; swapped with _q once commanded from
         self._qd_in = [0.0] * self._law_dof
         self._zeros = [0.0] * self._law_dof
+        self._q_fresh = [0.0] * self._law_dof  # the last fresh sample's positions (a repeat has them again)
         self.rejected = 0
         self.answered = 0
         self.invalid = 0  # samples with stamp 0 (the arm's mark of invalid data)
@@ -258,8 +259,11 @@ class GravityCompensationNode(Node):
         sup = self.supervisor
         was = sup.state
         stamp = header_stamp.sec + 1e-9 * header_stamp.nanosec
-        if sup.repeats(stamp):  # the arm's loop stalled behind a live bridge: not fresh, the watchdog runs on
-            return self._on_repeat()
+        fresh_q = self._q_fresh
+        if sup.repeats(stamp) and q[:n] == fresh_q[:n]:  # the arm's loop stalled behind a live bridge: not fresh
+            return self._on_repeat()  # (the watchdog runs on)
+        for i in range(n):
+            fresh_q[i] = q[i]
         if was == CompensationState.ACTIVE or was == CompensationState.RAMP_IN:
             scale = sup.on_state(arrival, stamp)
         else:  # off the control path: fading, stopped, waiting
