@@ -49,9 +49,42 @@ def _add_doctor(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=_doctor)
 
 
+def _arm_check(args: argparse.Namespace) -> int:
+    """Listen to a live arm (or the simulated one) and say whether the nodes would command it; commands nothing."""
+    for name in ("duration", "wait"):
+        if not getattr(args, name) > 0:
+            raise DvrkIdentError(f"--{name} {getattr(args, name)}: expected > 0 s")
+    ensure_ament_prefix_path()
+    from dvrk_ident_ros.arms import canonical_arm
+
+    arm = canonical_arm(args.arm)  # an unknown arm: one line, status 2, before ROS starts
+    from dvrk_ident_ros.nodes.arm_probe import check_arm
+
+    report = check_arm(arm, args.duration, args.wait)
+    if args.json:
+        print(json.dumps({"arm": report.arm, "ready": report.ready, "reason": report.reason, "lines": report.lines},
+                         indent=2))
+    else:
+        print(report.text())
+    return 0 if report.ready else 1
+
+
+def _add_arm_check(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("arm-check", help="listen to a live arm for a few seconds and say whether the nodes would "
+                                         "command it (operating state, state rate, stamp 0, repeated samples, "
+                                         "tool, clocks, the dVRK's own gravity compensation); commands nothing")
+    p.add_argument("arm", help="MTML, MTMR, PSM1, PSM2, PSM3 (any case)")
+    p.add_argument("--duration", type=float, default=2.0,
+                   help="seconds to listen once the arm's measured_js is heard (default 2)")
+    p.add_argument("--wait", type=float, default=5.0,
+                   help="seconds to wait for the first measured_js (discovery; default 5)")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.set_defaults(handler=_arm_check)
+
+
 #: Functions that add one sub-command each to the parser.
 SUBCOMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [
-    _add_doctor, add_model_commands, add_identify_commands, add_trajectory_commands, add_gc_commands,
+    _add_doctor, _add_arm_check, add_model_commands, add_identify_commands, add_trajectory_commands, add_gc_commands,
     add_demo_command, add_run_command, add_launch_command, add_export_commands,
 ]
 
