@@ -20,6 +20,8 @@ from dvrk_ident_ros.arms import arm_spec, canonical_arm
 
 #: Hz: a state rate below this is reported (the bridge's default is 100 Hz, ``dvrk_system -p 0.01``)
 LOW_RATE = 50.0
+#: s: the last fresh sample must be this recent when the listening ends
+FRESH_WITHIN = 0.2
 #: s: stamps further than this from this computer's clock are on another clock (the player then times its
 #: tracking check by arrival: trajectory_player.OTHER_CLOCK)
 OTHER_CLOCK = 1.0
@@ -41,7 +43,8 @@ class ArmReport:
 
 
 class ArmObservation:
-    """What was heard from one arm; ``now`` arguments are this computer's wall-clock time (s)."""
+    """What was heard from one arm. ``now`` arguments are a steady clock's time (s: freshness, arrivals), ``wall``
+    this computer's wall-clock time (s, default ``now``: the offset of the arm's stamps)."""
 
     def __init__(self, arm: str, crtk_available: bool = True):
         self.arm = canonical_arm(arm)
@@ -52,6 +55,7 @@ class ArmObservation:
         self.statuses: list[OperatingStatus] = []
         self.fresh_arrivals: list[float] = []
         self.fresh_stamps: list[float] = []
+        self.stamp_offsets: list[float] = []  # wall-clock arrival - stamp, s, per fresh sample
         self.names: list[str] = []
         self.builtin: list[bool] = []  # the dVRK's own compensation on (any non-zero effort), per valid reading
         self.jaw_samples = 0
@@ -62,11 +66,22 @@ class ArmObservation:
             self.statuses.append(status)
 
     def on_measured(self, sec: int, nanosec: int, position: Sequence[float], names: Sequence[str],
-                    now: float) -> None:
+                    now: float, wall: float | None = None) -> None:
         if self.samples.on_sample(sec, nanosec, position, now) is SampleKind.VALID:
+            stamp = sec + 1e-9 * nanosec
             self.fresh_arrivals.append(now)
-            self.fresh_stamps.append(sec + 1e-9 * nanosec)
+            self.fresh_stamps.append(stamp)
+            self.stamp_offsets.append((now if wall is None else wall) - stamp)
             self.names = list(names)
+
+    def begin(self) -> None:
+        """The listening begins: the counts start again (what was heard while waiting for the first sample is
+        not in the report's window); the pose and the last stamp stay, for the next repeat."""
+        self.fresh_arrivals.clear()
+        self.fresh_stamps.clear()
+        self.stamp_offsets.clear()
+        self.samples.invalid = self.samples.repeated = self.samples.malformed = 0
+        self.jaw_samples = 0
 
     def on_jaw(self, sec: int, nanosec: int, position: Sequence[float]) -> None:
         if self.samples.on_jaw(sec, nanosec, position):
@@ -75,6 +90,10 @@ class ArmObservation:
     def on_builtin(self, sec: int, nanosec: int, effort: Sequence[float]) -> None:
         if (sec or nanosec) and len(effort):
             self.builtin.append(any(x != 0.0 for x in effort))
+
+    def fresh(self, now: float) -> bool:
+        """A fresh sample arrived within FRESH_WITHIN s of ``now``."""
+        return not self.samples.stale(now, FRESH_WITHIN)
 
     @property
     def heard(self) -> int:
@@ -87,7 +106,7 @@ class ArmObservation:
         lines = [self._status_line(), self._state_line(duration), *self._clock_lines()]
         if self.spec.jaw:
             lines.append(f"jaw/measured_js: {self.jaw_samples} valid samples" if self.jaw_samples else
-                         "jaw/measured_js: no valid sample (is a tool engaged?)")
+                         "jaw/measured_js: no valid sample (the arm not ready, or no tool engaged)")
         if self.spec.builtin_gravity_compensation:
             lines.append(self._builtin_line())
         reason = self._not_ready_reason(now, duration)
@@ -101,8 +120,9 @@ class ArmObservation:
             return f"no /{self.arm}/operating_state: is the dVRK console running (and ROS_DOMAIN_ID the same)?"
         if not self.status.ready:
             return self.status.not_ready_reason(self.arm)
-        # fresh: a sample within a tenth of the listening, at least 0.1 s (the player's stale_timeout)
-        return self.samples.reason(now, max(0.1, 0.1 * duration))
+        # fresh: a sample within FRESH_WITHIN s of the end (the player's stale_timeout is 0.1 s; the listener drains
+        # what arrived before it reports, so its own stall does not count)
+        return self.samples.reason(now, FRESH_WITHIN)
 
     def _status_line(self) -> str:
         if not self.crtk_available:
@@ -117,7 +137,7 @@ class ArmObservation:
         s = self.samples
         heard = self.heard
         if not heard:
-            return f"measured_js: nothing heard in {duration:g} s"
+            return f"measured_js: nothing heard in {duration:.1f} s"
         parts = [f"{len(self.fresh_arrivals)} fresh"]
         if s.invalid:
             parts.append(f"{s.invalid} with stamp 0 (invalid data: the arm is not ready)")
@@ -133,14 +153,14 @@ class ArmObservation:
             if period > 0 and 1.0 / period < LOW_RATE:
                 rate += f" (below {LOW_RATE:g} Hz: the bridge's default is 100 Hz)"
         names = f"; joints {', '.join(self.names)}" if self.names else ""
-        return f"measured_js: {heard} samples in {duration:g} s: {', '.join(parts)}{rate}{names}"
+        return f"measured_js: {heard} samples in {duration:.1f} s: {', '.join(parts)}{rate}{names}"
 
     def _clock_lines(self) -> list[str]:
-        if not self.fresh_arrivals:
+        if not self.stamp_offsets:
             return []
-        offsets = np.asarray(self.fresh_arrivals) - np.asarray(self.fresh_stamps)
-        offset = float(np.median(offsets))
-        line = f"stamps: {1e3 * offset:.1f} ms before arrival here (median)"
+        offset = float(np.median(self.stamp_offsets))
+        line = (f"stamps: {1e3 * offset:.1f} ms before arrival here (median)" if offset >= 0 else
+                f"stamps: {-1e3 * offset:.1f} ms ahead of this computer's clock (median)")
         if abs(offset) > OTHER_CLOCK:
             line += (" : the arm stamps on another clock (the console's computer, not synchronised?); the player "
                      "then times its tracking check by arrival")
@@ -149,7 +169,7 @@ class ArmObservation:
     def _builtin_line(self) -> str:
         if not self.builtin:
             return ("gravity_compensation/setpoint_js: no valid reading (the flag of the dVRK's own compensation "
-                    "cannot be read: a dVRK before 2.3, or the arm not ready)")
+                    "cannot be read: a dVRK before 2.2, or the arm not ready)")
         on = self.builtin[-1]
         return (f"the dVRK's own gravity compensation: {'on' if on else 'off'} (2.4's default is on, 2.3's off; the "
                 "gravity_compensation node turns it off before its first command and puts it back at exit)")

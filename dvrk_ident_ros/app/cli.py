@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from collections.abc import Callable, Sequence
 
@@ -52,13 +53,18 @@ def _add_doctor(sub: argparse._SubParsersAction) -> None:
 def _arm_check(args: argparse.Namespace) -> int:
     """Listen to a live arm (or the simulated one) and say whether the nodes would command it; commands nothing."""
     for name in ("duration", "wait"):
-        if not getattr(args, name) > 0:
-            raise DvrkIdentError(f"--{name} {getattr(args, name)}: expected > 0 s")
+        value = getattr(args, name)
+        if not (math.isfinite(value) and value > 0):
+            raise DvrkIdentError(f"--{name} {value}: expected a finite number of seconds > 0")
     ensure_ament_prefix_path()
     from dvrk_ident_ros.arms import canonical_arm
 
     arm = canonical_arm(args.arm)  # an unknown arm: one line, status 2, before ROS starts
-    from dvrk_ident_ros.nodes.arm_probe import check_arm
+    try:
+        from dvrk_ident_ros.nodes.arm_probe import check_arm
+    except ImportError as exc:
+        raise DvrkIdentError(f"ROS 2 is not available here ({exc}): source the ROS set-up (or .venv/setup.bash)") \
+            from exc
 
     report = check_arm(arm, args.duration, args.wait)
     if args.json:
