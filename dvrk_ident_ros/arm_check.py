@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dvrk_ident_ros.arm_samples import ArmSamples, SampleKind
-from dvrk_ident_ros.arm_state import OperatingStatus
+from dvrk_ident_ros.arm_state import OperatingStatus, stamp_is_valid
 from dvrk_ident_ros.arms import arm_spec, canonical_arm
 
 #: Hz: a state rate below this is reported (the bridge's default is 100 Hz, ``dvrk_system -p 0.01``)
@@ -53,7 +53,6 @@ class ArmObservation:
         self.crtk_available = crtk_available
         self.status: OperatingStatus | None = None
         self.statuses: list[OperatingStatus] = []
-        self.fresh_arrivals: list[float] = []
         self.fresh_stamps: list[float] = []
         self.stamp_offsets: list[float] = []  # wall-clock arrival - stamp, s, per fresh sample
         self.names: list[str] = []
@@ -69,7 +68,6 @@ class ArmObservation:
                     now: float, wall: float | None = None) -> None:
         if self.samples.on_sample(sec, nanosec, position, now) is SampleKind.VALID:
             stamp = sec + 1e-9 * nanosec
-            self.fresh_arrivals.append(now)
             self.fresh_stamps.append(stamp)
             self.stamp_offsets.append((now if wall is None else wall) - stamp)
             self.names = list(names)
@@ -77,7 +75,6 @@ class ArmObservation:
     def begin(self) -> None:
         """The listening begins: the counts start again (what was heard while waiting for the first sample is
         not in the report's window); the pose and the last stamp stay, for the next repeat."""
-        self.fresh_arrivals.clear()
         self.fresh_stamps.clear()
         self.stamp_offsets.clear()
         self.samples.invalid = self.samples.repeated = self.samples.malformed = 0
@@ -88,7 +85,7 @@ class ArmObservation:
             self.jaw_samples += 1
 
     def on_builtin(self, sec: int, nanosec: int, effort: Sequence[float]) -> None:
-        if (sec or nanosec) and len(effort):
+        if stamp_is_valid(sec, nanosec) and len(effort):
             self.builtin.append(any(x != 0.0 for x in effort))
 
     def fresh(self, now: float) -> bool:
@@ -99,7 +96,7 @@ class ArmObservation:
     def heard(self) -> int:
         """measured_js samples heard, of every kind."""
         s = self.samples
-        return len(self.fresh_arrivals) + s.invalid + s.repeated + s.malformed
+        return len(self.fresh_stamps) + s.invalid + s.repeated + s.malformed
 
     def report(self, duration: float, now: float) -> ArmReport:
         """The report after listening ``duration`` s, at ``now``."""
@@ -138,7 +135,7 @@ class ArmObservation:
         heard = self.heard
         if not heard:
             return f"measured_js: nothing heard in {duration:.1f} s"
-        parts = [f"{len(self.fresh_arrivals)} fresh"]
+        parts = [f"{len(self.fresh_stamps)} fresh"]
         if s.invalid:
             parts.append(f"{s.invalid} with stamp 0 (invalid data: the arm is not ready)")
         if s.repeated:

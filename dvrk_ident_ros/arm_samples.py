@@ -21,6 +21,7 @@ from enum import Enum
 
 import numpy as np
 
+from dvrk_ident_ros.arm_state import stamp_is_valid
 from dvrk_ident_ros.arms import ArmSpec
 
 #: s: a valid sample stamped within this of the last fresh sample, with the same positions, is that sample again
@@ -31,7 +32,6 @@ from dvrk_ident_ros.arms import ArmSpec
 #: microseconds between the two reads, while a new sample's stamp advances by at least one period of the arm's
 #: 1.5 kHz loop (0.67 ms). A stamp that jumps back further than this is a new timeline (a clock step), not a repeat.
 REPEAT_TOLERANCE = 2e-4
-_REPEAT_TOLERANCE_NS = round(REPEAT_TOLERANCE * 1e9)
 
 
 def repeats(stamp: float, last: float | None) -> bool:
@@ -62,8 +62,7 @@ class ArmSamples:
         self.jaw = spec.jaw_index  # on /<ARM>/jaw/measured_js, or None
         self.q = np.zeros(spec.dof)
         self.fresh_at: float | None = None
-        self.stamp = 0.0
-        self._stamp_ns = 0  # the same stamp in integer ns
+        self.stamp = 0.0  # (no valid sample yet: stamp 0 marks invalid data, so no stamp repeats it)
         self.last: SampleKind | None = None
         self.last_malformed = ""  # what the last malformed sample had ("9 positions", "a NaN")
         self.invalid = 0
@@ -79,28 +78,28 @@ class ArmSamples:
         if kind is SampleKind.VALID:
             self.q[:self.joints] = position
             self.stamp = sec + 1e-9 * nanosec
-            self._stamp_ns = sec * 1_000_000_000 + nanosec
             if now is not None:
                 self.fresh_at = now
         return kind
 
     def _classify(self, sec: int, nanosec: int, position: Sequence[float]) -> SampleKind:
-        if sec == 0 and nanosec == 0:
+        if not stamp_is_valid(sec, nanosec):
             self.invalid += 1
             return SampleKind.INVALID
         if len(position) != self.joints or not all(math.isfinite(x) for x in position):
             self.malformed += 1
             self.last_malformed = (f"{len(position)} positions" if len(position) != self.joints else "a NaN")
             return SampleKind.MALFORMED
-        if abs(sec * 1_000_000_000 + nanosec - self._stamp_ns) < _REPEAT_TOLERANCE_NS \
-                and all(a == b for a, b in zip(position, self.q[:self.joints], strict=True)):  # (0 before any)
+        if repeats(sec + 1e-9 * nanosec, self.stamp) \
+                and all(a == b for a, b in zip(position, self.q[:self.joints], strict=True)):
             self.repeated += 1
             return SampleKind.REPEATED
         return SampleKind.VALID
 
     def on_jaw(self, sec: int, nanosec: int, position: Sequence[float]) -> bool:
         """A PSM's ``jaw/measured_js``: the jaw's position when valid (stamp not 0, one finite position)."""
-        if self.jaw is None or (sec == 0 and nanosec == 0) or len(position) != 1 or not math.isfinite(position[0]):
+        if self.jaw is None or not stamp_is_valid(sec, nanosec) or len(position) != 1 \
+                or not math.isfinite(position[0]):
             return False
         self.q[self.jaw] = position[0]
         self.jaw_seen = True

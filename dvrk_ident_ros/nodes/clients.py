@@ -61,10 +61,10 @@ class ArmClient:
             self.executor.spin_once(timeout_sec=0.05)
 
     def _on_state(self, msg: JointState) -> None:
-        stamp = msg.header.stamp
-        if self.samples.on_sample(stamp.sec, stamp.nanosec, msg.position, time.monotonic()) is not SampleKind.VALID:
+        stamp, now = msg.header.stamp, time.monotonic()
+        if self.samples.on_sample(stamp.sec, stamp.nanosec, msg.position, now) is not SampleKind.VALID:
             return  # stamp 0 (the arm not ready), the last sample again (its loop stalled), malformed: not fresh
-        self.state = (time.monotonic(), np.asarray(msg.position, dtype=float), np.asarray(msg.effort, dtype=float))
+        self.state = (now, np.asarray(msg.position, dtype=float), np.asarray(msg.effort, dtype=float))
         self.states += 1
         if self.recording:
             self.history.append((stamp_seconds(msg.header.stamp), self.state[1]))

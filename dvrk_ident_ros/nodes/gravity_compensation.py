@@ -51,7 +51,8 @@ Only a state stale for ``handover_after`` s (and faded to zero) hands the arm
 back to the dVRK's own compensation, logged once at WARN; after any hand-over
 the node takes the arm again only once the state has been fresh for
 ``resume_after`` s: the built-in compensation is toggled at most once per real
-outage. A sample with the previous sample's stamp is no fresh sample either: the
+outage. A sample that repeats the previous one (its stamp within 0.2 ms, its
+positions the same: arm_samples.REPEAT_TOLERANCE) is no fresh sample either: the
 arm's control loop has stopped behind a live bridge (which publishes its last
 sample on its own period), so nothing is commanded from it and the watchdog
 fades out as for a silent arm. Late samples, stale events and repeated stamps
@@ -333,7 +334,7 @@ class GravityCompensationNode(Node):
         self._wait(self.monitor.reason(), expected=self.monitor.status is not None)
 
     def _on_repeat(self) -> None:
-        """A sample with the previous one's stamp: no command, no fresh sample for the watchdog."""
+        """The previous sample again (stamp and positions): no command, no fresh sample for the watchdog."""
         self.repeated += 1
         self.get_logger().warning(
             f"/{self.arm}/measured_js repeats its last stamp ({self.repeated} so far): the arm's control loop is not "
