@@ -747,6 +747,7 @@ class _Lab:
 
     def __init__(self, rclpy_context, name: str):
         from crtk_msgs.msg import OperatingState, StringStamped
+        from diagnostic_msgs.msg import DiagnosticArray
         from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
         from sensor_msgs.msg import JointState
         from std_msgs.msg import Bool, Empty
@@ -761,6 +762,7 @@ class _Lab:
         events = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=100, reliability=ReliabilityPolicy.RELIABLE,
                             durability=DurabilityPolicy.TRANSIENT_LOCAL)
         self.states = self.probe.collect(OperatingState, OPERATING_STATE, events)
+        self.reports = self.probe.collect(DiagnosticArray, "/diagnostics")
         self._command = node.create_publisher(StringStamped, f"/{ARM}/state_command", 10)
         self._teleop = node.create_publisher(Bool, "/console/teleop/enable", 10)
         self._builtin = node.create_publisher(Bool, BUILTIN, 10)
@@ -790,6 +792,13 @@ class _Lab:
     def wait_status(self, status: tuple[str, bool, bool], timeout: float = 10.0) -> None:
         assert self.probe.spin_until(lambda: self.states and self.status() == status, timeout), \
             (status, [(s.state, s.is_homed, s.is_busy) for _, s in self.states])
+
+    def wait_node_says(self, text: str, gc, timeout: float = 10.0) -> None:
+        """Until the node's /diagnostics (about 1 Hz) says ``text``: it has heard the arm's state (a state
+        command sent before would race the node's discovery of operating_state)."""
+        def said() -> bool:
+            return any(text in status.message for _, report in self.reports for status in report.status)
+        assert self.probe.spin_until(said, timeout, gc), (text, output_of(gc))
 
     def answered_since(self, t: float) -> list:
         """servo_jf received after ``t`` (time.monotonic())."""
@@ -855,11 +864,11 @@ def test_nothing_reaches_an_arm_until_it_is_ready_then_compensation_and_2_4_hand
             running(_lab_gc_node(path, "ramp_in_time:=0.5"), ros_env) as gc:
         lab.wait_up(sim, gc)
         lab.wait_status(("DISABLED", False, False))
-        lab.probe.spin_for(1.0)  # (a): 100 stamp-0 samples
+        lab.wait_node_says("MTML is DISABLED", gc)  # (a): stamp-0 samples meanwhile
         assert not lab.servo_jf and not lab.builtin, "commands to a DISABLED arm"
         lab.send("enable")
         lab.wait_status(("ENABLED", False, False))
-        lab.probe.spin_for(1.0)  # (b)
+        lab.wait_node_says("MTML is ENABLED but not homed", gc)  # (b)
         assert not lab.servo_jf and not lab.builtin, "commands to an arm that is not homed"
         lab.send("home")
         lab.wait_status(("ENABLED", True, True))  # an MTM says homed while it homes (the dVRK's does)
