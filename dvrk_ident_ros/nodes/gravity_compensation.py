@@ -19,7 +19,8 @@ The arm's state (README.md, "On a real dVRK"; :mod:`dvrk_ident_ros.arm_state`):
 
 - Nothing is sent (no ``servo_jf``, no ``use_gravity_compensation``) until the
   arm is ENABLED, homed and not busy (``/<ARM>/operating_state``; the node
-  refuses to start where crtk_msgs is absent), has said so for READY_SETTLE,
+  refuses to start where crtk_msgs is absent), has said so for READY_SETTLE
+  (the take-over's checks, in order: :mod:`dvrk_ident_ros.gc.takeover`),
   and its samples are valid: a sample
   with ``header.stamp`` 0 is never commanded from and never re-arms the
   watchdog. What the node waits for is logged once per reason.
@@ -101,6 +102,7 @@ from dvrk_ident_ros.gc.supervisor import (
     CompensationSupervisor,
     SupervisorSettings,
 )
+from dvrk_ident_ros.gc.takeover import TakeOverGate
 from dvrk_ident_ros.nodes.common import (
     CONTROL_STATE_QOS,
     READY_SETTLE,
@@ -113,18 +115,9 @@ from dvrk_ident_ros.nodes.common import (
 from dvrk_ident_ros.nodes.diagnostics import REPORT_PERIOD, DiagnosticsPublisher, Throttle
 from dvrk_ident_ros.parameters.gravity_compensation import SCHEMA as PARAMETERS
 
-#: s: an arm whose gravity_compensation/setpoint_js has no publisher this long after its first valid ready
-#: sample publishes none (its endpoints are discovered together with measured_js's; this only covers a race)
-NO_READINGS_AFTER = 0.3
-#: s: after the node handed the flag back, the readings reflect it before the node takes over again
-HANDOVER_SETTLE = 0.3
 #: s: a stamp-0 stream while the operating state says ready is reported after this long (a sample in flight
 #: when the arm turns ready is no news)
 INVALID_REPORT_AFTER = 1.0
-#: s: while the dVRK's own compensation does not switch off after the node's "off", the "off" is repeated
-REPEAT_OFF_EVERY = 1.0
-#: s: the dVRK's own compensation still on this long after the node's "off" is reported
-SWITCH_OFF_TIME = 0.2
 #: s (or 3 state periods, the longer): a setpoint_js this recent is the arm's effort now
 ARM_EFFORT_FRESH = 0.1
 #: s: the exit's fade ends with a zero command at the latest this long after fade_out_time
@@ -156,6 +149,8 @@ class GravityCompensationNode(Node):
         self._law_dof = len(self.law.total)
         self.supervisor = CompensationSupervisor(settings)
         self.builtin = BuiltinCompensation()
+        self.gate = TakeOverGate(self.arm, self.supervisor, self.builtin, disable_builtin=self.disable_builtin,
+                                 has_builtin=self.spec.builtin_gravity_compensation)
         self._q = [0.0] * self._law_dof  # the last sample commanded from (the fade-out's), padded for the PSM's jaw
         self._qd = [0.0] * self._law_dof
         self._q_in = [0.0] * self._law_dof  # the sample being checked; swapped with _q once commanded from
@@ -175,17 +170,11 @@ class GravityCompensationNode(Node):
         self._ramp_from: list[float] | None = None
         self._waiting = ""  # what the node waits for, as last logged ("" while commanding)
         self._idle_expected = False  # the node waits on purpose (the arm not ready, teleoperation has it)
-        self._ready_since: float | None = None  # first valid sample while ready and stopped (monotonic s)
         self._invalid_since: float | None = None
-        self._handed_over_at = -math.inf
-        self._off_sent_at = -math.inf
-        self._readable = False  # the arm publishes gravity_compensation/setpoint_js
-        self._unreadable_said = False
         self._started_once = False
         self._saturated_seen = [False] * self.joints  # joints clamped since the last /diagnostics report
         self._names: list[str] = []
         self._throttle = Throttle(LOG_EVERY)
-        self._builtin_topic = f"/{self.arm}/gravity_compensation/setpoint_js"
         self._servo_jf = self.create_publisher(JointState, f"/{self.arm}/servo_jf", STATE_QOS)
         self._builtin = self.create_publisher(Bool, f"/{self.arm}/use_gravity_compensation", 10)
         self._hold = self.create_publisher(Empty, f"/{self.arm}/hold", 10)
@@ -204,7 +193,7 @@ class GravityCompensationNode(Node):
         self.create_timer(REPORT_PERIOD, self._publish_report, clock=steady)
         self.monitor = ArmStateMonitor(self, self.arm, on_change=self._on_operating_state)
         self.monitor.require()
-        self.create_subscription(JointState, self._builtin_topic, self._on_builtin, CONTROL_STATE_QOS)
+        self.create_subscription(JointState, self.gate.readings_topic, self._on_builtin, CONTROL_STATE_QOS)
         self.create_subscription(JointState, f"/{self.arm}/measured_js", self._on_state, CONTROL_STATE_QOS)
         # raw: while the node commands, the arm's setpoint_js is not needed, and not even deserialised
         self.create_subscription(JointState, f"/{self.arm}/setpoint_js", self._on_arm_setpoint, CONTROL_STATE_QOS,
@@ -344,7 +333,7 @@ class GravityCompensationNode(Node):
     def _on_invalid(self, now: float) -> None:
         """A sample with stamp 0: the arm is not ready. Never commanded from, never a fresh sample."""
         self.invalid += 1
-        self._ready_since = None
+        self.gate.not_ready()
         sup = self.supervisor
         sup.interrupt()
         if sup.state != CompensationState.STOPPED:
@@ -372,7 +361,7 @@ class GravityCompensationNode(Node):
                                        f"once it has been ready for {READY_SETTLE:g} s" + self._resume_note())
             return
         self.builtin.forget()
-        self._ready_since = None
+        self.gate.not_ready()
         sup = self.supervisor
         sup.interrupt()
         reason = new.not_ready_reason(self.arm)
@@ -394,7 +383,7 @@ class GravityCompensationNode(Node):
         stamp = msg.header.stamp
         if not stamp_is_valid(stamp.sec, stamp.nanosec) or not self.monitor.ready or not len(msg.effort):
             return
-        self._readable = True
+        self.gate.reading_seen()
         if self.builtin.observe(any(msg.effort)):
             self._yield()
 
@@ -418,7 +407,7 @@ class GravityCompensationNode(Node):
         over when due. Records the sample's arrival (late samples, freshness) while the arm is ready.
 
         Off the control path: runs only while the node is not commanding."""
-        sup, builtin = self.supervisor, self.builtin
+        sup = self.supervisor
         if sup.final:  # exiting: the final fade's samples are answered at its scale, none after it
             if sup.state == CompensationState.FADING_OUT:
                 sup.on_sample(now, stamp)
@@ -431,50 +420,19 @@ class GravityCompensationNode(Node):
         # a late sample after a stale fade: the flag is still ours
         if sup.state == CompensationState.FADING_OUT or sup.holding:
             return True
-        if self._ready_since is None:
-            self._ready_since = now
-        if not self.monitor.settled(now):  # not the one-cycle "ready" before a homing move
+        decision = self.gate.decide(now, self.monitor.settled(now), self._flag_subscribed,
+                                    self._readings_published)
+        if decision.warn:
+            self.get_logger().warning(decision.warn)
+        if decision.take_over:  # the flag was just taken: the ramp-in starts from the arm's effort before "off"
+            self._take_over_from = self._arm_effort_now(now)
+        if decision.send_off:
+            self._builtin.publish(Bool(data=False))  # before the first command
+        if not decision.start:
+            if decision.wait:
+                self._wait(decision.wait)
             return False
-        if self.disable_builtin and self._builtin.get_subscription_count() == 0:
-            self._wait(f"nothing subscribes /{self.arm}/use_gravity_compensation: the dVRK's own compensation "
-                       "may be on (disable_builtin:=false if the arm has none)")
-            return False
-        if not self._readable:
-            self._readable = self.count_publishers(self._builtin_topic) > 0
-            if not self._readable:
-                if now - self._ready_since < NO_READINGS_AFTER:
-                    return False
-                if self.spec.builtin_gravity_compensation and not self._unreadable_said:
-                    self._unreadable_said = True
-                    self.get_logger().warning(
-                        f"{self.arm} publishes no {self._builtin_topic}: the state of the dVRK's own gravity "
-                        "compensation cannot be read (a dVRK before 2.3?); "
-                        + ("it is turned off and " if self.disable_builtin else "")
-                        + "never turned back on by this node (it cannot know it was on)")
-        if builtin.yielded:
-            return False  # said once in _yield; over when a reading says off
-        if self._readable and (builtin.reading is None or now - self._handed_over_at < HANDOVER_SETTLE):
-            if now - self._ready_since > NO_READINGS_AFTER + HANDOVER_SETTLE:  # a reading is due at once
-                self._wait(f"no valid {self._builtin_topic} while the arm is ready (the state of the dVRK's "
-                           "own compensation): waiting for it")
-            return False
-        if not builtin.owned:
-            if not sup.may_resume(now):  # hysteresis: fresh state for resume_after before taking the arm again
-                self._wait(f"{self.arm} was handed back to the dVRK's own compensation: taking it again once its "
-                           f"state has been fresh for resume_after {sup.settings.resume_after:g} s")
-                return False
-            self._take_over_from = self._arm_effort_now(now)  # before the dVRK's own compensation goes off
-            builtin.take_over()
-            self._send_off(now)
-        if not builtin.may_command(self._readable):
-            if self.disable_builtin and now - self._off_sent_at >= REPEAT_OFF_EVERY:
-                self._send_off(now)
-            if now - self._off_sent_at > SWITCH_OFF_TIME:  # the arm takes a period or two to switch it off
-                self._wait(f"the dVRK's own gravity compensation of {self.arm} is on: waiting until it is off"
-                           + ("" if self.disable_builtin else
-                              " (disable_builtin is false: turn it off from the console)"))
-            return False
-        found = {None: "unknown", True: "on", False: "off"}[builtin.found]
+        found = {None: "unknown", True: "on", False: "off"}[self.builtin.found]
         self._ramp_from = self._take_over_from
         start = ("the arm's own effort (setpoint_js)" if self._ramp_from is not None
                  else "0 N m (no fresh setpoint_js of the arm)")
@@ -510,10 +468,11 @@ class GravityCompensationNode(Node):
         padded = self._arm_effort + [0.0] * (self._law_dof - self.joints)  # the PSM's jaw: none
         return self.law.clamp(padded)[:self.joints]
 
-    def _send_off(self, now: float) -> None:
-        if self.disable_builtin:
-            self._builtin.publish(Bool(data=False))  # before the first command
-            self._off_sent_at = now
+    def _flag_subscribed(self) -> bool:
+        return self._builtin.get_subscription_count() > 0
+
+    def _readings_published(self) -> bool:
+        return self.count_publishers(self.gate.readings_topic) > 0
 
     def _hand_over(self, count: bool = True, hold: bool = False) -> str:
         """Give the flag back as found (``count``: a hand-over while running, not the exit's); what became of
@@ -526,13 +485,13 @@ class GravityCompensationNode(Node):
         value = self.builtin.hand_over()
         if owned:
             self.supervisor.release(count)
-        self._ready_since = None  # the wait for a fresh reading starts again with the next sample
+        self.gate.not_ready()  # the wait for a fresh reading starts again with the next sample
         if value is None:
             said = "the dVRK's own compensation left as it is"
         else:
             if self.disable_builtin:
                 self._builtin.publish(Bool(data=value))
-                self._handed_over_at = time.monotonic()
+                self.gate.flag_published(time.monotonic())
             said = f"the dVRK's own compensation back {'on' if value else 'off'} as found"
         carried = (value if self.disable_builtin else reading) is True
         if hold and owned and not carried and self.monitor.ready:
