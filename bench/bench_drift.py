@@ -20,7 +20,10 @@ kinematics) and rotation (deg) over the 2 s, mean and max
 - PSM: SDP identification on a simulated recording of the shipped excitation
   trajectory, then the identified model's compensation
   (:class:`~dvrk_ident_ros.gc.model_law.ModelCompensation`: gravity, springs,
-  counterweight) holds the simulated PSM; floor: the true parameters' compensation.
+  counterweight) holds the simulated PSM; then the same model with its gravity
+  refitted to ``PSM_HOLDS`` static holds (:mod:`dvrk_ident_ros.gc.static_refit`,
+  other poses than the drift test's; their time on the arm printed); floor: the
+  true parameters' compensation.
 
 ``DVRK_IDENT_BENCH_DRIFT_POSES`` (default 100) sets the number of poses.
 """
@@ -36,7 +39,9 @@ from dvrk_ident_ros.excitation.playback import GridPlayback
 from dvrk_ident_ros.gc.fits import FITS
 from dvrk_ident_ros.gc.law import CompensationLaw
 from dvrk_ident_ros.gc.mlse import relative_errors
+from dvrk_ident_ros.gc.model_law import ModelCompensation
 from dvrk_ident_ros.gc.params import GcParameters
+from dvrk_ident_ros.gc.static_refit import refit_gravity
 from dvrk_ident_ros.model.description import config_directory
 from dvrk_ident_ros.sim.arm import SimulatedArm
 from dvrk_ident_ros.sim.config import load_sim_config
@@ -47,6 +52,7 @@ from dvrk_ident_ros.sim.experiments import (
     collection_time,
     drift_test,
     random_poses,
+    static_holds,
 )
 
 MTM_MEAN_MM, MTM_MEAN_DEG = 2.0, 1.0  # acceptance (issue 20), against Lin 2019's 4.6 mm, 2.31 deg on a real MTM
@@ -55,6 +61,9 @@ DESIGN = {"pose_stride": 3, "sweep_stride": 2, "trim": (1, 0)}
 BEFORE = {"pose_stride": 10, "sweep_stride": 1, "trim": (0, 0)}
 #: Travel widths of the travel blend benchmarked (rad); the first is the node's default.
 TRAVEL_WIDTHS = (0.02, 0.05)
+#: Static holds of the PSM's gravity refit (random poses in the central 90 % of its range)
+PSM_HOLDS = 30
+PSM_HOLD_SETTLE, PSM_HOLD_SAMPLES = 2.0, 100  # s after each move (the PID settling: 1 s left 0.9 mm); samples (100 Hz)
 GRID_VARIANTS = [(1, 1), (3, 1), (3, 2), (5, 1), (5, 2), (10, 1)]  # (pose stride, sweep stride) whose time is printed
 
 
@@ -142,7 +151,6 @@ def mtm(poses: int) -> bool:
 def psm_compensations() -> tuple[object, object, str]:
     """The identified (SDP on a simulated recording) and the true model compensations of the simulated PSM."""
     from dvrk_ident_ros.excitation.files import load_trajectory
-    from dvrk_ident_ros.gc.model_law import ModelCompensation
     from dvrk_ident_ros.identify.pipeline import identify
     from dvrk_ident_ros.sim.physics import ArmPhysics
     from dvrk_ident_ros.sim.run import simulate_tracking
@@ -170,7 +178,17 @@ def psm(poses: int) -> bool:
     print(f"  PSM: {note} ({time.perf_counter() - start:.0f} s)", flush=True)
     arm = SimulatedArm(load_sim_config("psm"), "PSM1", seed=1)
     goals = random_poses(arm, poses, np.random.default_rng(4), fraction=0.8)
-    for label, law in (("identified model", identified), ("floor: true parameters", true)):
+    start = time.perf_counter()
+    holds = static_holds(SimulatedArm(load_sim_config("psm"), "PSM1", seed=2),
+                         random_poses(arm, PSM_HOLDS, np.random.default_rng(11), fraction=0.9),
+                         settle=PSM_HOLD_SETTLE, samples=PSM_HOLD_SAMPLES)
+    refit = refit_gravity(identified.model, identified.delta, holds.q, holds.effort)
+    limit = np.array(load_sim_config("psm").spec.compensation_torque_limit, dtype=float)
+    refitted = ModelCompensation(identified.model, refit.delta, limit, "identified, gravity refitted")
+    print(f"  PSM: gravity refit: {refit.summary()} ({holds.seconds:.0f} s on the arm, "
+          f"{time.perf_counter() - start:.0f} s here)", flush=True)
+    for label, law in (("identified model", identified), ("identified, gravity refitted to static holds", refitted),
+                       ("floor: true parameters", true)):
         start = time.perf_counter()
         _line(f"PSM1 {label}", drift_test(arm, law, goals), time.perf_counter() - start)
     return len(goals) >= 100

@@ -142,3 +142,59 @@ def gc_fit_job(data_path: str | Path, arm: str | None, out: Path | None, *, seri
                       parameter_names=[f"pos{k}" for k in range(40)] + [f"neg{k}" for k in range(40)],
                       parameter_values=[float(x) for x in np.concatenate([params.theta_pos, params.theta_neg])],
                       solver_status="optimal", timings=timings, summary=summary)
+
+
+def gravity_refit_job(params_path: str | Path, data_path: str | Path, out: Path | None, *,
+                      tolerance: float | None = None, min_hold: float | None = None,
+                      settle: float | None = None) -> JobOutcome:
+    """An identified parameter file's gravity refitted to the static holds of a recording of the same arm
+    (gc/static_refit.py): the arm at rest at poses spread over its workspace, each for ``min_hold`` s or
+    more. Writes the file with the corrected standard and base parameters and a ``gravity_refit`` record."""
+    from dataclasses import replace
+
+    from dvrk_ident_ros.data.bags import load_bag
+    from dvrk_ident_ros.data.loaders import detect_format, load_dataset
+    from dvrk_ident_ros.gc import static_refit
+    from dvrk_ident_ros.identify.pipeline import model_for
+    from dvrk_ident_ros.identify.results import IdentificationResult
+
+    timings: dict[str, float] = {}
+    t0 = time.perf_counter()
+    result = IdentificationResult.load(params_path)
+    if not result.standard:
+        raise DataError(f"{params_path}: no standard parameters (identify with --method sdp first)")
+    model = model_for(result)
+    delta = np.array([float(result.standard[name]) for name in model.parameter_names])
+    path = Path(data_path)
+    if not path.exists():
+        raise DataError(f"{path}: no such file")
+    data = (load_bag(path, model.A, playing_only=False) if detect_format(path) == "bag"
+            else load_dataset(path, joints=model.dof))
+    timings["load"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    options = {name: value for name, value in (("tolerance", tolerance), ("min_hold", min_hold),
+                                                ("settle", settle)) if value is not None}
+    holds = static_refit.rest_holds(data.t, model.dvrk_from_motor(data.q), model.dvrk_torque_from_motor(data.tau),
+                                    **options)
+    if not len(holds.q):
+        within = options.get("tolerance", static_refit.REST_TOLERANCE)
+        raise DataError(f"{path}: no static hold (every joint within {within:g} for "
+                        f"{options.get('min_hold', static_refit.MIN_HOLD):g} s): record the arm at rest at poses "
+                        "spread over its workspace")
+    refit = static_refit.refit_gravity(model, delta, holds.q, holds.effort)
+    timings["refit"] = time.perf_counter() - t0
+    standard = dict(zip(model.parameter_names, (float(x) for x in refit.delta), strict=True))
+    record = {"data": str(path), "holds": len(holds.q), "samples_per_hold_median": int(np.median(holds.samples)),
+              "combinations": refit.rank, "residual_rms_before": refit.before.tolist(),
+              "residual_rms_after": refit.after.tolist(), "standard_before": dict(result.standard),
+              "method": "least-norm least-squares correction of the gravity columns (gc/static_refit.py)",
+              "note": "errors and solver are the identification's, before this refit"}
+    refitted = replace(result, standard=standard, base_values=model.base.from_standard(refit.delta).tolist(),
+                       base_std=None, gravity_refit=record)
+    out = Path(out or Path(params_path).with_name(Path(params_path).stem + "-refit.json"))
+    refitted.save(out)
+    names = [f"tau{j + 1}" for j in range(model.dof)]
+    return JobOutcome(arm=result.arm, method=result.method, result_file=out, report_file=None, joint_names=names,
+                      relative_error=refit.after.tolist(), parameter_names=list(model.parameter_names),
+                      parameter_values=refit.delta.tolist(), solver_status="least squares", timings=timings,
+                      summary=f"{result.arm} gravity refitted: {refit.summary()}")

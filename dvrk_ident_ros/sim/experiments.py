@@ -18,6 +18,11 @@ direction's (the original tool drops the first two and the last pose,
 :func:`dvrk_ident_ros.gc.data.load_cuhk`). :func:`collection_time` is the
 time the arm takes for a grid (simulated seconds, the same per pose as
 :func:`collect_pose_grid` spends).
+
+Static holds: :func:`static_holds` brings the arm to each pose by its PID alone
+(the dVRK's own compensation off), lets it settle and averages its position and
+effort: at rest the effort is the arm's gravity and springs, the data of
+:func:`dvrk_ident_ros.gc.static_refit.refit_gravity`.
 """
 from __future__ import annotations
 
@@ -98,6 +103,39 @@ def collection_time(arm: SimulatedArm, playback: GridPlayback, rate: float = 100
         total += max(0.1, arm._move_duration(q, pose.q)) + playback.settle_time + playback.samples_per_pose / rate
         q = pose.q
     return total
+
+
+@dataclass
+class StaticHolds:
+    """Mean position and effort (dVRK joint space) at each pose, and the time the arm took (s)."""
+
+    q: np.ndarray
+    effort: np.ndarray
+    seconds: float
+
+
+def static_holds(arm: SimulatedArm, poses: np.ndarray, settle: float = 1.0, samples: int = 50,
+                 rate: float = 100.0) -> StaticHolds:
+    """Each pose reached by the arm's move_jp and held by its PID (the dVRK's own compensation off), ``settle``
+    s after the move, then ``samples`` state samples at ``rate`` averaged."""
+    steps = max(1, round(1.0 / (rate * arm.dt)))
+    q_mean, effort_mean = [], []
+    start = arm.time
+    arm.use_gravity_compensation(False)
+    for goal in poses:
+        duration = arm.move_jp(goal)
+        for _ in range(round((duration + settle) / arm.dt)):
+            arm.step()
+        qs, efforts = [], []
+        for _ in range(samples):
+            q, _, effort = arm.measured()
+            qs.append(q)
+            efforts.append(effort)
+            for _ in range(steps):
+                arm.step()
+        q_mean.append(np.mean(qs, axis=0))
+        effort_mean.append(np.mean(efforts, axis=0))
+    return StaticHolds(np.array(q_mean), np.array(effort_mean), arm.time - start)
 
 
 @dataclass

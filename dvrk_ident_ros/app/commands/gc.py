@@ -1,10 +1,10 @@
-"""``dvrk-ident gc fit | check | orders``."""
+"""``dvrk-ident gc fit | check | orders | refit``."""
 from __future__ import annotations
 
 import argparse
 import json
 
-from dvrk_ident_ros.app.jobs import gc_fit_job
+from dvrk_ident_ros.app.jobs import gc_fit_job, gravity_refit_job
 from dvrk_ident_ros.errors import DataError
 from dvrk_ident_ros.estimators import DEFAULT_GRAVITY_ESTIMATOR, GRAVITY, estimator_names, method_help
 from dvrk_ident_ros.files import add_command_group
@@ -15,6 +15,7 @@ from dvrk_ident_ros.gc.fits import FITS
 from dvrk_ident_ros.gc.loaders import load_poses
 from dvrk_ident_ros.gc.mlse import DEFAULT_ORDERS, relative_errors
 from dvrk_ident_ros.gc.params import load_gc
+from dvrk_ident_ros.gc.static_refit import MIN_HOLD, REST_TOLERANCE, REST_WINDOW, SETTLE
 from dvrk_ident_ros.gc.travel import DEFAULT_TRAVEL
 from dvrk_ident_ros.gc.validation import FixedFile, HeldOut, held_out_errors, held_out_folds
 
@@ -96,6 +97,14 @@ def _orders_cmd(args: argparse.Namespace) -> int:
     return 0
 
 
+def _refit(args: argparse.Namespace) -> int:
+    outcome = gravity_refit_job(args.params, args.data, args.out, tolerance=args.tolerance, min_hold=args.min_hold,
+                                settle=args.settle)
+    print(outcome.summary)
+    print(f"written to {outcome.result_file}")
+    return 0
+
+
 def _add_effort(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--effort", choices=EFFORTS, default="setpoint",
                         help="a bag's effort: setpoint (commanded, setpoint_js; Lin 2019's procedure, default) "
@@ -103,7 +112,8 @@ def _add_effort(parser: argparse.ArgumentParser) -> None:
 
 
 def add_gc_commands(sub: argparse._SubParsersAction) -> None:
-    gsub = add_command_group(sub, "gc", "MTM gravity compensation (MLSE, dVRK gc files)")
+    gsub = add_command_group(sub, "gc", "gravity compensation: MTM gc files (MLSE), an identified model's gravity "
+                                        "refitted to static holds")
     p = gsub.add_parser("fit", help="fit a gc file (version 2.0) from pose-grid data")
     p.add_argument("--data", required=True,
                    help="pose-grid bag of the player and recorder, CUHK directory (Train_Joint<i>/...) or .npz")
@@ -133,3 +143,15 @@ def add_gc_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--folds", type=int, default=5)
     _add_effort(p)
     p.set_defaults(handler=_orders_cmd)
+    p = gsub.add_parser("refit", help="refit an identified parameter file's gravity to the static holds of a "
+                                      "recording (the arm at rest at poses over its workspace; the PSM)")
+    p.add_argument("--params", required=True, help="the identified parameter file (SDP: standard parameters)")
+    p.add_argument("--data", required=True, help="a recording of the same arm (bag, CSV, NPZ) with static holds")
+    p.add_argument("--out", default=None, help="default <params>-refit.json beside the parameter file")
+    p.add_argument("--tolerance", type=float, default=None,
+                   help=f"at rest: every joint within this range (rad or m) over {REST_WINDOW:g} s (default "
+                        f"{REST_TOLERANCE:g})")
+    p.add_argument("--min-hold", type=float, default=None, help=f"s at rest for a hold (default {MIN_HOLD:g})")
+    p.add_argument("--settle", type=float, default=None,
+                   help=f"s left out at each hold's start (default {SETTLE:g})")
+    p.set_defaults(handler=_refit)
