@@ -416,3 +416,23 @@ def test_a_stream_that_stops_is_held_after_about_one_interval(psm_config):
     reference, velocity = arm._reference()
     assert reference[0] == pytest.approx(last[0] + 0.5 * 0.003, abs=2e-4)
     assert velocity[0] == 0.0
+
+
+def test_a_psm_jaw_move_joins_the_arms_move_as_the_dvrks_jaw_move_jp(psm_config):
+    """move_jp of the six arm joints, then jaw/move_jp (the player's order for a pose): one move to both goals,
+    no goal-reached false for the joined move, one true at its end; a wrist goal clipped against the jaw's old
+    value is asked again with the new one (the dVRK clips each command's own joints)."""
+    from dvrk_ident_ros.excitation.holds import random_poses
+
+    arm = SimulatedArm(psm_config, "PSM1", noise=False)
+    poses = random_poses(arm.checker, 3, np.random.default_rng(5), fraction=0.5)
+    for pose in poses:
+        arm.move_joints(np.append(pose[:6], arm.q_ref[6]), np.arange(6))  # the jaw as it is
+        arm.move_joints(pose, [6])
+        for _ in range(round(4.0 / arm.dt)):
+            arm.step()
+        assert arm.pop_goal_events() == [True]
+        assert np.abs(arm.q_ref - pose).max() < 1e-12 and np.abs(arm.q - pose).max() < 5e-3
+    # the third pose's wrist yaw with the second pose's jaw is outside the blades' coupled limits
+    clipped = arm.checker.clamp_position(np.append(poses[2][:6], poses[1][6]))
+    assert np.abs(clipped[:6] - poses[2][:6]).max() > 0.01

@@ -312,7 +312,11 @@ class SimulatedArmNode(Node):
 
     def _move_jp(self, msg: JointState) -> None:
         self.sim.require_ready("move_jp")
-        self.sim.move_jp(self._with_jaw(msg.position, self.sim.q_ref))
+        if self.arm_joints < self.sim.dof and len(msg.position) == self.arm_joints:
+            # a PSM's arm joints: the jaw keeps its goal (the dVRK's move_jp sets the kinematic joints' only)
+            self.sim.move_joints(self._with_jaw(msg.position, self.sim.q_ref), np.arange(self.arm_joints))
+        else:
+            self.sim.move_jp(self._with_jaw(msg.position, self.sim.q_ref))
 
     def _servo_jf(self, msg: JointState) -> None:
         self.sim.require_ready("servo_jf", effort=True)
@@ -342,7 +346,7 @@ class SimulatedArmNode(Node):
         self.sim.require_ready("jaw/move_jp")
         q = self.sim.q_ref.copy()
         q[self.jaw] = self._jaw(msg, "position")
-        self.sim.move_jp(q)
+        self.sim.move_joints(q, [self.jaw])  # the arm's own move_jp goes on (the dVRK's jaw_move_jp)
 
     def _jaw_servo_jf(self, msg: JointState) -> None:
         self.sim.require_ready("jaw/servo_jf", effort=True)

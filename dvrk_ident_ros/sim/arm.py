@@ -208,6 +208,7 @@ class SimulatedArm:
         self.builtin_gravity_compensation = builtin_compensation_at_start(config, dvrk_version)
         self._move: tuple[float, np.ndarray, np.ndarray, float] | None = None
         self._homing_move = False  # the running move is the homing (no goal-reached event)
+        self._requested = np.zeros(self.dof)  # the running move_jp's goal as asked, before the clip
         self._goal_events: list[bool] = []
         self.time = 0.0
         self._servo_time = np.zeros(self.dof)  # per joint: when its streamed setpoint was set (first-order hold)
@@ -394,6 +395,7 @@ class SimulatedArm:
         """Start a move to ``goal`` (clipped to the limits, as the dVRK does); returns its duration (s)."""
         self.require_ready("move_jp")
         q = self.checker.finite(goal, "move_jp goal")
+        self._requested = q.copy()  # before the clip: a joining move_joints keeps what was asked
         q = self.checker.position(self.checker.clamp_position(q), "move_jp goal (clipped)")
         start = self.q_ref if self.mode == POSITION else self.q.copy()
         duration = max(0.1, self._move_duration(start, q))
@@ -404,6 +406,20 @@ class SimulatedArm:
         self.mode = POSITION
         self._move = (self.time, start.copy(), q, duration)
         return duration
+
+    def move_joints(self, goal, joints) -> float:
+        """A move of some ``joints`` only (the PSM's jaw/move_jp): the other joints keep the running move's goal,
+        which is re-targeted without a goal-reached event (the dVRK's jaw_move_jp re-evaluates the arm's joint
+        trajectory with the new jaw goal), or without a move their setpoint."""
+        self.require_ready("move_jp")
+        joining = self._move is not None and not self._homing_move and self.mode == POSITION
+        # the running move's goal as it was asked (the clip applies to the joined goal: a wrist goal clipped
+        # against the jaw's old value is asked again with the jaw's new one)
+        q = (self._requested if joining else self.q_ref).copy()
+        q[joints] = np.asarray(goal, dtype=float)[joints]
+        if joining:
+            self._move = None  # joined, not interrupted: no goal_reached false
+        return self.move_jp(q)
 
     def servo_jf(self, effort) -> None:
         self.require_ready("servo_jf", effort=True)

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dvrk_ident_ros.excitation import holds
 from dvrk_ident_ros.excitation.playback import GridPlayback
 from dvrk_ident_ros.gc.data import PoseData, robust_mean
 from dvrk_ident_ros.gc.travel import DEFAULT_TRAVEL, Recording
@@ -154,24 +155,9 @@ class DriftResult:
 def random_poses(arm: SimulatedArm, count: int, rng: np.random.Generator, fraction: float = 0.6,
                  box: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
     """Poses drawn uniformly in the central ``fraction`` of every joint's range (or of ``box``, e.g. the
-    range the compensation's data covered), inside every limit."""
-    checker = arm.checker
-    n = arm.dof
-    lo, hi = np.full(n, -1.0), np.full(n, 1.0)
-    if box is not None:
-        lo, hi = np.asarray(box[0], dtype=float), np.asarray(box[1], dtype=float)
-    else:  # per-joint box from the limited coordinates that are single joints
-        for row, lower, upper in zip(checker._rows, checker.lower, checker.upper, strict=True):
-            nz = np.flatnonzero(np.abs(row) > 1e-12)
-            if len(nz) == 1 and abs(row[nz[0]] - 1.0) < 1e-12:
-                lo[nz[0]], hi[nz[0]] = lower, upper
-    mid, half = (lo + hi) / 2, (hi - lo) / 2 * fraction
-    out: list[np.ndarray] = []
-    while len(out) < count:
-        q = rng.uniform(mid - half, mid + half)
-        if checker.first_position_violation(q[None]) is None:
-            out.append(q)
-    return np.array(out)
+    range the compensation's data covered), inside every limit of the simulated arm
+    (:func:`dvrk_ident_ros.excitation.holds.random_poses`)."""
+    return holds.random_poses(arm.checker, count, rng, fraction=fraction, box=box)
 
 
 class StaticTruth:
