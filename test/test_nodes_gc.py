@@ -1019,3 +1019,41 @@ def test_teleoperation_turning_the_builtin_compensation_on_stops_the_node(ros_en
     assert len(_lines_with(gc_out, "was turned on by someone else")) == 1, gc_out
     assert len(_lines_with(gc_out, "compensating MTML: ramp-in")) == 2 and "was on before" in gc_out, gc_out
     assert "back on as found" in gc_out, gc_out
+
+
+@pytest.mark.slow
+@pytest.mark.ros
+def test_an_identified_model_holds_the_simulated_psm_through_the_node(ros_env, rclpy_context):
+    """The PSM end to end: the simulated PSM1 (homed, 100 Hz) and the node with an identified-model file (the
+    simulator's own parameters, in the form /identify and `dvrk-ident gc refit` write): six efforts on servo_jf
+    (the jaw is not commanded), stamped with the samples', and the arm stays where its PID left it once the
+    node's torques alone hold it (a jaw padded wrongly or a joint space mixed up lets a PSM fall: centimetres
+    in a second)."""
+    from sensor_msgs.msg import JointState
+
+    from dvrk_ident_ros.sim.config import load_sim_config
+
+    path = str(load_sim_config("psm").parameter_file)
+    sim = [sys.executable, "-m", "dvrk_ident_ros.nodes.simulated_arm", "--ros-args", "-p", "arm:=PSM1",
+           "-p", "noise:=false", "-p", "initial_state:=HOMED"]
+    probe = Probe(rclpy_context, "gc_test_psm")
+    servo_jf = probe.collect(JointState, "/PSM1/servo_jf")
+    measured = probe.collect(JointState, "/PSM1/measured_js")
+    with running(sim, ros_env) as arm, running(_gc_node(path, "ramp_in_time:=0.3", arm="PSM1"), ros_env) as gc:
+        assert probe.wait_for_graph(arm, publishers=["/PSM1/measured_js"]), output_of(arm)
+        assert probe.wait_for_graph(gc, publishers=["/PSM1/servo_jf"]), output_of(gc)
+        assert probe.spin_until(lambda: len(servo_jf) > 250, 20.0, gc), output_of(gc)
+    gc_out = output_of(gc)
+    probe.close()
+    commands = [m for _, m in servo_jf]
+    assert all(len(m.effort) == 6 and all(math.isfinite(x) for x in m.effort) for m in commands), gc_out
+    assert max(abs(x) for x in commands[-1].effort) > 0.1, commands[-1].effort  # it carries the arm's weight
+    sent = {_stamp_key(m.header.stamp) for m in commands}
+    heard = {_stamp_key(m.header.stamp) for _, m in measured}
+    assert len(sent & heard) > 0.9 * len(sent), (len(sent & heard), len(sent))  # answers to the arm's samples
+    held_from = _stamp_key(commands[0].header.stamp) + 500_000_000  # ramped in (0.3 s) and a margin
+    held = np.array([m.position for _, m in measured if _stamp_key(m.header.stamp) >= held_from])
+    assert len(held) > 100, len(held)
+    moved = np.abs(held - held[0]).max(axis=0)
+    assert moved.max() < 2e-3, f"the PSM moved under the node's compensation: {moved}"
+    assert "compensating PSM1: ramp-in" in gc_out, gc_out

@@ -1010,6 +1010,56 @@ def test_home_arm_homes_a_disabled_arm_and_plays_a_grid(ros_env, rclpy_context, 
     assert NOT_READY_WARNING not in sim_out, sim_out
 
 
+@pytest.mark.ros
+def test_a_psm_plays_its_static_holds_and_refuses_an_mlse_grid(ros_env, rclpy_context, tmp_path):
+    """A PSM's static holds (dvrk-ident trajectory holds: the data of its gravity refit) through the player:
+    move_jp of the six joints and the jaw's to each pose, the poses reached; an MTM's MLSE grid is refused with
+    the way to the PSM's holds."""
+    from dvrk_ident_ros.excitation.files import save_grid
+    from dvrk_ident_ros.excitation.holds import holds_grid
+    from dvrk_ident_ros.model.arm_model import load_model
+    from dvrk_ident_ros.safety import CommandChecker
+
+    checker = CommandChecker(load_model("psm"), "PSM1", section="hardware")
+    grid = holds_grid("PSM1", checker, poses=3, seed=5, fraction=0.5, settle=0.3, samples=10)
+    path = save_grid(tmp_path / "psm1_holds.yaml", grid)
+    mlse = dict(grid, kind="pose_grid")
+    mlse_path = save_grid(tmp_path / "mlse.yaml", mlse)
+    from dvrk_ident.msg import RecorderStatus
+    from dvrk_ident_ros.arms import recorder_status_topic
+
+    bench = _Bench(rclpy_context, "player_test_psm_holds", arm="PSM1")
+    recorder = bench.probe.node.create_publisher(RecorderStatus, recorder_status_topic("PSM1"), 10)
+    with running(_sim(arm="PSM1"), ros_env) as sim, \
+            running(_player("autostart:=true", f"trajectory_file:={path}", arm="PSM1"), ros_env) as player, \
+            running(_player("autostart:=true", "wait_for_recorder:=false", f"trajectory_file:={mlse_path}",
+                            arm="PSM1"), ros_env) as refused:
+        # the test stands in for the recorder: the player moves once this probe hears its commands
+        assert bench.probe.wait_for_graph(player, publishers=["/PSM1/move_jp", "/PSM1/jaw/move_jp"],
+                                          subscribers=[recorder]), output_of(player)
+        status = RecorderStatus(recording=True, bag_path="test", topics=["/PSM1/measured_js"], message_counts=[1])
+        deadline = time.monotonic() + 90.0
+        while player.poll() is None and time.monotonic() < deadline:
+            recorder.publish(status)
+            bench.probe.spin_for(0.2)
+        assert player.poll() is not None, "the holds did not end"
+        bench.probe.spin_for(0.3)
+        codes = player.wait(timeout=10), refused.wait(timeout=30)
+        assert sim.poll() is None
+    out, refused_out = output_of(player), output_of(refused)
+    moves = [np.array(m.position) for _, m in bench.move_jp]
+    jaw_moves = [np.array(m.position) for _, m in bench.jaw_move_jp]
+    last = np.array(bench.measured[-1][1].position)  # six joints (the jaw on its own topic)
+    bench.close()
+    assert codes == (0, 2), (out, refused_out)
+    assert len(moves) == 3 and all(len(m) == 6 for m in moves) and len(jaw_moves) == 3, out
+    poses = np.array(grid["sweeps"][0]["poses"])
+    assert np.allclose(np.hstack([moves, jaw_moves]), poses)
+    errors = _lines_with(refused_out, "error:")
+    assert len(errors) == 1 and "dvrk-ident trajectory holds --arm PSM1" in errors[0], refused_out
+    assert np.abs(last - poses[-1, :6]).max() < 0.02, (last, poses[-1])  # the last hold's pose reached
+
+
 # -- bad tracking limits: refused at start --------------------------------------------------------
 
 @pytest.mark.ros

@@ -74,6 +74,7 @@ from dvrk_ident_ros.arms import arm_spec, player_status_topic, recorder_status_t
 from dvrk_ident_ros.errors import DataError, DvrkIdentError, SafetyError
 from dvrk_ident_ros.excitation import playback
 from dvrk_ident_ros.excitation.files import GRID_FORMAT, load_grid, load_trajectory
+from dvrk_ident_ros.excitation.holds import HOLDS_KIND
 from dvrk_ident_ros.excitation.streaming import StreamClock
 from dvrk_ident_ros.files import read_document, resolve_package_file
 from dvrk_ident_ros.model.arm_model import load_model
@@ -298,8 +299,9 @@ class TrajectoryPlayerNode(Node):
     def _plan(self, path: Path, speed_scale: float) -> tuple[playback.FourierPlayback | playback.GridPlayback, str]:
         raw = read_document(path)
         if isinstance(raw, dict) and raw.get("format") == GRID_FORMAT:
-            if not self.spec.gc_fits:  # grids collect the data of a gc fit (MLSE)
-                raise DataError(f"{path}: pose grids are for the MTMs, not the {self.arm}")
+            if not self.spec.gc_fits and raw.get("kind") != HOLDS_KIND:  # MLSE grids collect an MTM's gc fit
+                raise DataError(f"{path}: MLSE pose grids are for the MTMs, not the {self.arm} (static holds for "
+                                f"its gravity refit: dvrk-ident trajectory holds --arm {self.arm})")
             grid = load_grid(path, arm=self.arm)
             return playback.GridPlayback(grid, self.grid_checker, pose_stride=self.pose_stride,
                                          sweep_stride=self.sweep_stride), "grid"

@@ -1,4 +1,4 @@
-"""``dvrk-ident trajectory optimize | check | grid``."""
+"""``dvrk-ident trajectory optimize | check | grid | holds``."""
 from __future__ import annotations
 
 import argparse
@@ -94,6 +94,23 @@ def _check(args: argparse.Namespace) -> int:
     return 0
 
 
+def _holds(args: argparse.Namespace) -> int:
+    from dvrk_ident_ros.arms import arm_spec
+    from dvrk_ident_ros.excitation import holds
+    from dvrk_ident_ros.model.arm_model import load_model
+    from dvrk_ident_ros.safety import CommandChecker
+
+    spec = arm_spec(args.arm)
+    model = load_model(spec.model)
+    checker = CommandChecker(model, args.arm, section="hardware")  # what the player's grids are checked against
+    grid = holds.holds_grid(args.arm, checker, poses=args.poses, seed=args.seed, fraction=args.fraction,
+                            settle=args.settle, samples=args.samples)
+    save_grid(args.out, grid)
+    print(f"{grid['arm']}: {args.poses} static holds (settle {args.settle:g} s, {args.samples} samples each) written "
+          f"to {args.out}; play it with the player and the recorder, then dvrk-ident gc refit")
+    return 0
+
+
 def _grid(args: argparse.Namespace) -> int:
     grid = make_grid(args.arm)
     save_grid(args.out, grid)
@@ -130,3 +147,13 @@ def add_trajectory_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--arm", required=True, type=str.upper, choices=["MTML", "MTMR"])
     p.add_argument("--out", required=True)
     p.set_defaults(handler=_grid)
+    p = tsub.add_parser("holds", help="random static holds of an arm (a pose grid the player plays) for "
+                                      "dvrk-ident gc refit")
+    p.add_argument("--arm", required=True, type=str.upper, help="e.g. PSM1")
+    p.add_argument("--poses", type=int, default=30)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--fraction", type=float, default=0.9, help="central fraction of each joint's range")
+    p.add_argument("--settle", type=float, default=2.0, help="s at rest before sampling (the PID settling)")
+    p.add_argument("--samples", type=int, default=100, help="samples per pose (100 Hz: 1 s)")
+    p.add_argument("--out", required=True)
+    p.set_defaults(handler=_holds)

@@ -1,0 +1,55 @@
+"""Static-hold pose grids (ROS-free): random poses inside every limit, a grid file the loader and the player's
+playback take, and `dvrk-ident trajectory holds`."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dvrk_ident_ros.errors import DataError
+from dvrk_ident_ros.excitation.files import load_grid, save_grid
+from dvrk_ident_ros.excitation.holds import HOLDS_KIND, holds_grid, random_poses
+from dvrk_ident_ros.excitation.playback import GridPlayback
+from dvrk_ident_ros.model.arm_model import load_model
+from dvrk_ident_ros.safety import CommandChecker
+
+
+@pytest.fixture(scope="module")
+def psm_checker() -> CommandChecker:
+    return CommandChecker(load_model("psm"), "PSM1", section="hardware")
+
+
+def test_random_poses_are_inside_every_limit_and_spread_over_the_central_ranges(psm_checker):
+    poses = random_poses(psm_checker, 400, np.random.default_rng(1), fraction=0.9)
+    assert poses.shape == (400, psm_checker.dof)
+    assert all(psm_checker.first_position_violation(q[None]) is None for q in poses)
+    pitch = poses[:, 1]  # spread: both halves of the pitch range, not a cluster
+    assert pitch.min() < np.percentile(pitch, 50) - 0.3 and pitch.max() > np.percentile(pitch, 50) + 0.3
+    assert np.array_equal(poses, random_poses(psm_checker, 400, np.random.default_rng(1), fraction=0.9))
+
+
+def test_a_holds_grid_round_trips_and_the_player_plays_every_pose(tmp_path, psm_checker):
+    grid = holds_grid("psm1", psm_checker, poses=12, seed=3, settle=2.0, samples=100)
+    path = save_grid(tmp_path / "holds.yaml", grid)
+    loaded = load_grid(path, arm="PSM1")
+    assert loaded["kind"] == HOLDS_KIND and loaded["arm"] == "PSM1"
+    assert loaded["settle_time"] == 2.0 and loaded["samples_per_pose"] == 100
+    playback = GridPlayback(loaded, psm_checker)
+    assert len(playback.poses) == 12 and not playback.skipped
+    with pytest.raises(DataError, match="not the PSM2"):
+        load_grid(path, arm="PSM2")
+
+
+def test_bad_holds_arguments_are_refused(psm_checker):
+    for kwargs in ({"poses": 0}, {"fraction": 0.0}, {"fraction": 1.5}, {"settle": -1.0}, {"samples": 0}):
+        with pytest.raises(DataError, match="expected poses >= 1"):
+            holds_grid("PSM1", psm_checker, **kwargs)
+
+
+def test_trajectory_holds_command_writes_the_grid(tmp_path, capsys):
+    from dvrk_ident_ros.app import cli
+
+    out = tmp_path / "psm2_holds.yaml"
+    assert cli.main(["trajectory", "holds", "--arm", "psm2", "--poses", "20", "--out", str(out)]) == 0
+    assert "PSM2: 20 static holds" in capsys.readouterr().out
+    grid = load_grid(out, arm="PSM2")
+    assert len(grid["sweeps"][0]["poses"]) == 20 and grid["settle_time"] == 2.0
