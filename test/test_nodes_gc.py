@@ -1039,10 +1039,12 @@ def test_an_identified_model_holds_the_simulated_psm_through_the_node(ros_env, r
     probe = Probe(rclpy_context, "gc_test_psm")
     servo_jf = probe.collect(JointState, "/PSM1/servo_jf")
     measured = probe.collect(JointState, "/PSM1/measured_js")
-    with running(sim, ros_env) as arm, running(_gc_node(path, "ramp_in_time:=0.3", arm="PSM1"), ros_env) as gc:
+    with running(sim, ros_env) as arm:
         assert probe.wait_for_graph(arm, publishers=["/PSM1/measured_js"]), output_of(arm)
-        assert probe.wait_for_graph(gc, publishers=["/PSM1/servo_jf"]), output_of(gc)
-        assert probe.spin_until(lambda: len(servo_jf) > 250, 20.0, gc), output_of(gc)
+        assert probe.spin_until(lambda: len(measured) > 10, 10.0, arm), output_of(arm)  # hearing the arm
+        with running(_gc_node(path, "ramp_in_time:=0.3", arm="PSM1"), ros_env) as gc:
+            assert probe.wait_for_graph(gc, publishers=["/PSM1/servo_jf"]), output_of(gc)
+            assert probe.spin_until(lambda: len(servo_jf) > 250, 20.0, gc), output_of(gc)
     gc_out = output_of(gc)
     probe.close()
     commands = [m for _, m in servo_jf]
