@@ -1,6 +1,6 @@
 """Collect identification data: play a trajectory on an arm and record it.
 
-    ros2 launch dvrk_ident collect.launch.py arm:=PSM1 sim:=true
+    ros2 launch dvrk_ident collect.launch.py arm:=PSM1 sim:=true [sim_rate:=1000.0]
     ros2 launch dvrk_ident collect.launch.py arm:=MTML trajectory_file:=config/grids/mtml_gc_grid.yaml
 
 Starts ``trajectory_player`` (config/trajectory_player.yaml) and ``recorder``
@@ -52,7 +52,8 @@ def generate_launch_description():
         name=["simulated_arm_", arm],
         parameters=[
             _config("config/simulated_arm.yaml"),
-            {"arm": ParameterValue(arm, value_type=str), "publish_clock": True},
+            {"arm": ParameterValue(arm, value_type=str), "publish_clock": True,
+             "publish_rate": ParameterValue(LaunchConfiguration("sim_rate"), value_type=float)},
         ],
         output="screen",
         emulate_tty=True,
@@ -103,6 +104,10 @@ def generate_launch_description():
         DeclareLaunchArgument(
             "sim", default_value="false",
             description="true: also start a simulated arm publishing /clock; every node uses sim time"),
+        DeclareLaunchArgument(
+            "sim_rate", default_value="100.0",
+            description="with sim: the simulated arm's state rate (Hz): 100 as the dVRK bridge's default; 1000 as "
+                        "the -p 0.001 a lab asks its console for in an identification run (README)"),
         DeclareLaunchArgument(
             "home_arm", default_value=sim,
             description="true: the player powers the arm on and homes it (state_command enable, home) before "

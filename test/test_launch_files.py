@@ -370,6 +370,7 @@ def _literal_name(call: ast.Call) -> str:
 
 def test_collect_plan_follows_the_arguments(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     from dvrk_ident_ros.app.launch_commands import launch_plan
+    from dvrk_ident_ros.app.launch_support import LaunchArgumentError
 
     nodes = launch_plan("collect", ["arm:=mtml", "sim:=True", "autostart:=0"])
     by_node = {n.node: n for n in nodes}
@@ -378,6 +379,11 @@ def test_collect_plan_follows_the_arguments(tmp_path: Path, monkeypatch: pytest.
     assert player["arm"] == "MTML" and player["autostart"] is False and player["home_arm"] is True  # home_arm = sim
     assert player["use_sim_time"] is True and by_node["recorder"].parameters["use_sim_time"] is True
     assert player["trajectory_file"] == str(REPO_ROOT / "config" / "trajectories" / "mtm_fourier.yaml")
+    assert by_node["simulated_arm"].parameters["publish_rate"] == 100.0  # the bridge's default
+    fast = launch_plan("collect", ["arm:=PSM1", "sim:=true", "sim_rate:=1000"])[0]
+    assert fast.node == "simulated_arm" and fast.parameters["publish_rate"] == 1000.0
+    with pytest.raises(LaunchArgumentError, match="sim_rate"):
+        launch_plan("collect", ["arm:=PSM1", "sim:=true", "sim_rate:=fast"])
     nodes = launch_plan("collect", ["arm:=PSM2", "home_arm:=FALSE"])
     assert [n.node for n in nodes] == ["recorder", "trajectory_player"]  # sim false: no simulated arm
     assert nodes[1].parameters["home_arm"] is False and "use_sim_time" not in nodes[1].parameters

@@ -124,7 +124,8 @@ def collect_plan(values: dict[str, str]):
     clock = {"use_sim_time": True} if sim else {}
     nodes = []
     if sim:
-        nodes.append(PlannedNode("simulated_arm", {"arm": arm, "publish_clock": True, **clock},
+        nodes.append(PlannedNode("simulated_arm", {"arm": arm, "publish_clock": True,
+                                                   "publish_rate": _number(values, "sim_rate"), **clock},
                                  name=f"simulated_arm_{arm}"))
     nodes.append(PlannedNode("recorder", {"arm": arm, "output_directory": values["output_directory"],
                                           "expect_player": True, **clock},
