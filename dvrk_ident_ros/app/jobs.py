@@ -35,6 +35,25 @@ class JobOutcome:
     summary: str = ""
 
 
+#: Hz: a recording sampled slower than this gets a note with the identification's summary
+LOW_RATE = 150.0
+
+
+def low_rate_note(sources: Sequence[str | Path], times: Sequence[np.ndarray]) -> str:
+    """A note for recordings sampled below LOW_RATE (the dVRK bridge's default 100 Hz): the efforts of a PID
+    tracking a fast stream alias there (README "On a real dVRK": 1 kHz for identification runs); "" if none."""
+    slow = []
+    for source, t in zip(sources, times, strict=True):
+        if len(t) > 1:
+            rate = 1.0 / float(np.median(np.diff(t)))
+            if rate < LOW_RATE:
+                slow.append(f"{Path(source).name} at {rate:.0f} Hz")
+    if not slow:
+        return ""
+    return (f"{', '.join(slow)}: identification runs want the arm's state at 1 kHz (the console's -p 0.001; at "
+            "100 Hz the commanded efforts alias)")
+
+
 def identification_job(arm: str, files: Sequence[str | Path], method: str, out: Path, fmt: str | None = None, *,
                        cutoff: float | None = None, torque_lags: str = "auto", plots: bool = True,
                        prior: str | Path | None = None) -> JobOutcome:
@@ -82,7 +101,8 @@ def identification_job(arm: str, files: Sequence[str | Path], method: str, out: 
                       solver_status=str(result.solver.get("status")), timings=timings, plot_file=plot,
                       summary=f"{result.arm} {method}: solver {result.solver['status']}; training error per joint (%): "
                               + " ".join(f"{100 * e:.1f}" for e in errors)
-                              + (f"; {summary_line(result.plausibility)}" if result.plausibility else ""))
+                              + (f"; {summary_line(result.plausibility)}" if result.plausibility else "")
+                              + (f"; {note}" if (note := low_rate_note(files, [d.t for d in datasets])) else ""))
 
 
 def gc_fit_job(data_path: str | Path, arm: str | None, out: Path | None, *, serial: str = "unknown",
