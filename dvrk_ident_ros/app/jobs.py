@@ -16,6 +16,7 @@ import numpy as np
 
 from dvrk_ident_ros.errors import DataError, SolverError
 from dvrk_ident_ros.estimators import GRAVITY, estimator
+from dvrk_ident_ros.gc.static_refit import MIN_HOLD, REST_TOLERANCE, SETTLE
 from dvrk_ident_ros.gc.travel import DEFAULT_TRAVEL
 
 
@@ -165,8 +166,8 @@ def gc_fit_job(data_path: str | Path, arm: str | None, out: Path | None, *, seri
 
 
 def gravity_refit_job(params_path: str | Path, data_path: str | Path, out: Path | None, *,
-                      tolerance: float | None = None, min_hold: float | None = None,
-                      settle: float | None = None) -> JobOutcome:
+                      tolerance: float = REST_TOLERANCE, min_hold: float = MIN_HOLD,
+                      settle: float = SETTLE) -> JobOutcome:
     """An identified parameter file's gravity refitted to the static holds of a recording of the same arm
     (gc/static_refit.py): the arm at rest at poses spread over its workspace, each for ``min_hold`` s or
     more. Writes the file with the corrected standard and base parameters and a ``gravity_refit`` record."""
@@ -192,15 +193,11 @@ def gravity_refit_job(params_path: str | Path, data_path: str | Path, out: Path 
             else load_dataset(path, joints=model.dof))
     timings["load"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    options = {name: value for name, value in (("tolerance", tolerance), ("min_hold", min_hold),
-                                                ("settle", settle)) if value is not None}
     holds = static_refit.rest_holds(data.t, model.dvrk_from_motor(data.q), model.dvrk_torque_from_motor(data.tau),
-                                    **options)
+                                    tolerance=tolerance, min_hold=min_hold, settle=settle)
     if not len(holds.q):
-        within = options.get("tolerance", static_refit.REST_TOLERANCE)
-        raise DataError(f"{path}: no static hold (every joint within {within:g} for "
-                        f"{options.get('min_hold', static_refit.MIN_HOLD):g} s): record the arm at rest at poses "
-                        "spread over its workspace")
+        raise DataError(f"{path}: no static hold (every joint within {tolerance:g} for {min_hold:g} s): record the "
+                        "arm at rest at poses spread over its workspace")
     refit = static_refit.refit_gravity(model, delta, holds.q, holds.effort)
     timings["refit"] = time.perf_counter() - t0
     standard = dict(zip(model.parameter_names, (float(x) for x in refit.delta), strict=True))

@@ -24,11 +24,14 @@ Static holds from a recording (:func:`rest_holds`): the stretches where every jo
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from dvrk_ident_ros.errors import DataError
-from dvrk_ident_ros.model.arm_model import ArmModel
+
+if TYPE_CHECKING:  # annotations only: the CLI imports the defaults without the model core (sympy)
+    from dvrk_ident_ros.model.arm_model import ArmModel
 
 #: singular values of the stacked gravity regressor below this fraction of the largest are not fitted
 RCOND = 1e-8

@@ -148,10 +148,10 @@ def add_gc_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--params", required=True, help="the identified parameter file (SDP: standard parameters)")
     p.add_argument("--data", required=True, help="a recording of the same arm (bag, CSV, NPZ) with static holds")
     p.add_argument("--out", default=None, help="default <params>-refit.json beside the parameter file")
-    p.add_argument("--tolerance", type=float, default=None,
+    p.add_argument("--tolerance", type=float, default=REST_TOLERANCE,
                    help=f"at rest: every joint within this range (rad or m) over {REST_WINDOW:g} s (default "
                         f"{REST_TOLERANCE:g})")
-    p.add_argument("--min-hold", type=float, default=None, help=f"s at rest for a hold (default {MIN_HOLD:g})")
-    p.add_argument("--settle", type=float, default=None,
+    p.add_argument("--min-hold", type=float, default=MIN_HOLD, help=f"s at rest for a hold (default {MIN_HOLD:g})")
+    p.add_argument("--settle", type=float, default=SETTLE,
                    help=f"s left out at each hold's start (default {SETTLE:g})")
     p.set_defaults(handler=_refit)
