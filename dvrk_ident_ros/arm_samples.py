@@ -23,6 +23,7 @@ import numpy as np
 
 from dvrk_ident_ros.arm_state import stamp_is_valid
 from dvrk_ident_ros.arms import ArmSpec
+from dvrk_ident_ros.state_rate import StampRate
 
 #: s: a valid sample stamped within this of the last fresh sample, with the same positions, is that sample again
 #: (both hold for a republished sample; a publisher of its own bursting new samples microseconds apart passes the
@@ -53,7 +54,8 @@ class ArmSamples:
     """The arm's pose (``q``, the jaw at its index for a PSM) and the freshness of its state.
 
     ``fresh_at`` is the node's time (s) when the last fresh sample arrived (None before any), ``stamp`` that
-    sample's header stamp (s). Counts: ``invalid``, ``repeated``, ``malformed``.
+    sample's header stamp (s), ``stamp_rate`` the rate of the last fresh samples by their stamps. Counts:
+    ``invalid``, ``repeated``, ``malformed``.
     """
 
     def __init__(self, arm: str, spec: ArmSpec):
@@ -64,6 +66,7 @@ class ArmSamples:
         self.fresh_at: float | None = None
         self.stamp = 0.0  # (no valid sample yet: stamp 0 marks invalid data, so no stamp repeats it)
         self.last: SampleKind | None = None
+        self.stamp_rate = StampRate()
         self.last_malformed = ""  # what the last malformed sample had ("9 positions", "a NaN")
         self.invalid = 0
         self.repeated = 0
@@ -78,6 +81,7 @@ class ArmSamples:
         if kind is SampleKind.VALID:
             self.q[:self.joints] = position
             self.stamp = sec + 1e-9 * nanosec
+            self.stamp_rate.add(self.stamp)
             if now is not None:
                 self.fresh_at = now
         return kind

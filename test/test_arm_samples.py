@@ -83,3 +83,30 @@ def test_without_a_time_yet_the_pose_is_taken_but_nothing_is_fresh():
     samples = ArmSamples("MTML", arm_spec("MTML"))
     assert samples.on_sample(1000, 0, MTM_POSE, now=None) is SampleKind.VALID
     assert np.array_equal(samples.q, MTM_POSE) and samples.fresh_at is None and samples.stale(0.0, 0.1)
+
+
+def test_the_states_rate_by_its_stamps():
+    """ArmSamples measures the rate of its fresh samples by their stamps (the player's warning below 150 Hz,
+    state_rate.py): invalid, repeated and malformed samples do not count; the window is the last 64 samples."""
+    from dvrk_ident_ros.state_rate import IDENTIFICATION_RATE, StampRate
+
+    samples = ArmSamples("MTML", arm_spec("MTML"))
+    assert samples.stamp_rate.rate() is None
+    q = np.zeros(7)
+    for k in range(100):  # 100 Hz, then 1 kHz: the window holds only the newest 64
+        q[0] = 1e-3 * k
+        samples.on_sample(1, 10_000_000 * k, q.tolist(), 1.0)
+        samples.on_sample(0, 0, [0.0] * 7, 1.0)  # invalid: not counted
+        samples.on_sample(1, 10_000_000 * k, q.tolist(), 1.0)  # repeated: not counted
+    assert samples.stamp_rate.count == 100
+    assert samples.stamp_rate.rate() == pytest.approx(100.0) and samples.stamp_rate.rate() < IDENTIFICATION_RATE
+    for k in range(64):
+        q[0] = -1e-3 * k
+        samples.on_sample(2, 1_000_000 * k, q.tolist(), 2.0)
+    assert samples.stamp_rate.rate() == pytest.approx(1000.0)
+    ring = StampRate(window=4)
+    for stamp in (0.0, 0.01, 0.02, 0.03, 0.035, 0.04):  # the ring wraps: 0.02 0.03 0.035 0.04 held
+        ring.add(stamp)
+    assert ring.rate() == pytest.approx(1 / 0.005)
+    with pytest.raises(ValueError, match="at least 2"):
+        StampRate(window=1)

@@ -23,7 +23,7 @@ PACKAGE = "dvrk_ident_ros"
 #: matching prefix decides. "" is the package's own __init__ (its version).
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("base", ("", "errors", "environment", "files", "cache", "arm_state", "arm_samples", "arm_check", "arms",
-              "estimators", "request_paths", "player_phase")),
+              "state_rate", "estimators", "request_paths", "player_phase")),
     ("model", ("model",)),  # arm descriptions, the symbolic model, base parameters, joint limits
     ("data", ("data", "safety")),  # recordings; the checks every command passes
     ("excitation", ("excitation",)),

@@ -65,6 +65,10 @@ def test_psm_collect_and_identify(nodes_env, tmp_path: Path):
     _collect("PSM1", config_directory() / "trajectories" / "psm_fourier.yaml", bag, tmp_path / "logs", nodes_env,
              {"periods": 1, "stream_rate": 200.0, "ramp_in_speed": 0.5,
               "tracking_error_limit": [0.3, 0.3, 0.04, 0.3, 0.3, 0.3, 0.3]}, real_time_factor=0.5)
+    # the simulated arm publishes at the bridge's default 100 Hz: the player says early that this is too slow
+    player_log = (tmp_path / "logs" / "trajectory_player.log").read_text()
+    assert "/PSM1/measured_js arrives at 100 Hz by its stamps: identification runs want" in player_log, \
+        player_log[-2000:]
     model = load_model("psm")
     data = load_dataset(bag, "bag", joints=7, dvrk_from_motor=model.A)
     assert data.t[-1] - data.t[0] > 5.0  # one 5.6 s period at 100 Hz

@@ -18,6 +18,7 @@ from dvrk_ident_ros.errors import DataError, SolverError
 from dvrk_ident_ros.estimators import GRAVITY, estimator
 from dvrk_ident_ros.gc.static_refit import MIN_HOLD, REST_TOLERANCE, SETTLE
 from dvrk_ident_ros.gc.travel import DEFAULT_TRAVEL
+from dvrk_ident_ros.state_rate import IDENTIFICATION_RATE, low_rate_advice, rate_from_stamps
 
 
 @dataclass
@@ -36,23 +37,18 @@ class JobOutcome:
     summary: str = ""
 
 
-#: Hz: a recording sampled slower than this gets a note with the identification's summary
-LOW_RATE = 150.0
-
-
 def low_rate_note(sources: Sequence[str | Path], times: Sequence[np.ndarray]) -> str:
-    """A note for recordings sampled below LOW_RATE (the dVRK bridge's default 100 Hz): the efforts of a PID
-    tracking a fast stream alias there (README "On a real dVRK": 1 kHz for identification runs); "" if none."""
+    """A note for recordings sampled below IDENTIFICATION_RATE (the dVRK bridge's default 100 Hz): the efforts of
+    a PID tracking a fast stream alias there (state_rate.py; README "On a real dVRK"); "" if none."""
     slow = []
     for source, t in zip(sources, times, strict=True):
-        if len(t) > 1:
-            rate = 1.0 / float(np.median(np.diff(t)))
-            if rate < LOW_RATE:
-                slow.append(f"{Path(source).name} at {rate:.0f} Hz")
+        rate = rate_from_stamps(np.asarray(t))
+        if rate is not None and rate < IDENTIFICATION_RATE:
+            slow.append((Path(source).name, rate))
     if not slow:
         return ""
-    return (f"{', '.join(slow)}: identification runs want the arm's state at 1 kHz (the console's -p 0.001; at "
-            "100 Hz the commanded efforts alias)")
+    return ", ".join(f"{name} at {rate:.0f} Hz" for name, rate in slow) + ": " + low_rate_advice(
+        min(rate for _, rate in slow))
 
 
 def identification_job(arm: str, files: Sequence[str | Path], method: str, out: Path, fmt: str | None = None, *,

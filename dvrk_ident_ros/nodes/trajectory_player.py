@@ -32,7 +32,9 @@ instead of jumping along the trajectory, and the trajectory ends that much
 later; a throttled warning says so. The tracking check compares a measured
 state with the setpoint the arm had been sent at the state's stamp. The final
 log line gives the stream's interval median and p99, missed periods, stalls
-and time held.
+and time held. Early in the stream the player warns once when the arm's state
+arrives below 150 Hz by its stamps (the bridge's default 100 Hz: the recorded
+efforts alias; :mod:`dvrk_ident_ros.state_rate`).
 
 The arm (README.md, "On a real dVRK"; :mod:`dvrk_ident_ros.arm_state`):
 nothing is commanded until ``/<ARM>/operating_state`` says ENABLED,
@@ -92,6 +94,7 @@ from dvrk_ident_ros.nodes.common import (
 from dvrk_ident_ros.parameters.trajectory_player import SCHEMA as PARAMETERS
 from dvrk_ident_ros.player_phase import PlayerPhase
 from dvrk_ident_ros.safety import CommandChecker
+from dvrk_ident_ros.state_rate import IDENTIFICATION_RATE, low_rate_advice
 
 Result = PlayTrajectory.Result
 TRACKING_CHECK_EVERY = 4  # ticks: the tracking error is checked at a quarter of the stream rate
@@ -560,7 +563,8 @@ class TrajectoryPlayerNode(Node):
             self._publish_status(s, sp.phase, sp.progress, sp)
 
     def _check_stream(self, s: Session) -> None:
-        """Say when the stream stalled (throttled) or runs far slower than stream_rate (once)."""
+        """Say when the stream stalled (throttled), and once: when the arm's state arrives too slowly for an
+        identification recording (state_rate.py), or the stream runs far slower than stream_rate."""
         clock = s.stream_clock
         if clock.stalled:
             self.get_logger().warning(
@@ -569,6 +573,10 @@ class TrajectoryPlayerNode(Node):
                 throttle_duration_sec=STALL_WARN_EVERY)
         if not s.rate_checked and clock.ticks >= RATE_CHECK_TICKS:
             s.rate_checked = True
+            state_rate = self.samples.stamp_rate.rate()
+            if state_rate is not None and state_rate < IDENTIFICATION_RATE:
+                self.get_logger().warning(f"/{self.arm}/measured_js arrives at {state_rate:.0f} Hz by its stamps: "
+                                          f"{low_rate_advice(state_rate)}; the dVRK bridge's default is 100 Hz")
             if clock.missed >= clock.ticks:
                 stats = clock.stats()
                 hint = (": under /clock the player ticks at most as often as /clock advances (the simulator's "
