@@ -19,6 +19,11 @@ does from the console. Stages longer than a few seconds print their progress.
    move_jp, recorded, ``/identify`` (mlse) -> a gc file.
 4. gravity_compensation with that gc file holding the simulated MTML at
    random poses (drift test: tip motion over 2 s under compensation only).
+5. PSM1's gravity at rest: static holds (``dvrk-ident trajectory holds``)
+   played and recorded through the nodes, the identified model's gravity
+   refitted to them (``dvrk-ident gc refit``), and gravity_compensation with
+   the refitted file holding the simulated PSM1 (the identified model alone,
+   without the refit, beside it: the simulator in this process).
 """
 from __future__ import annotations
 
@@ -160,7 +165,7 @@ def _psm_stage(out: Path, logs: Path, env: dict, rtf: float, periods: int) -> Pa
     return bag
 
 
-def _psm_identify(client, bag: Path, out: Path) -> None:
+def _psm_identify(client, bag: Path, out: Path) -> Path:
     from dvrk_ident_ros.identify.compare import relative_parameter_errors
     from dvrk_ident_ros.identify.results import IdentificationResult
     from dvrk_ident_ros.sim.config import load_sim_config
@@ -178,6 +183,7 @@ def _psm_identify(client, bag: Path, out: Path) -> None:
     print(f"      base parameters vs the simulator's own: within 5 %: {int(np.sum(err < 0.05))}/{len(err)}, "
           f"within 20 %: {int(np.sum(err < 0.2))}; median error {100 * np.median(err):.1f} %")
     print(f"      {r.result_file}, {r.report_file}, {Path(r.result_file).with_suffix('')}_torques.png")
+    return Path(r.result_file)
 
 
 def _mtm_stage(client, out: Path, logs: Path, env: dict, stride: int) -> Path:
@@ -214,28 +220,41 @@ def _reach(client, goal: np.ndarray, attempts: int = 3, timeout: float = 15.0) -
     return False
 
 
-def _hold_stage(gc_file: Path, logs: Path, env: dict, poses: int, seed: int) -> None:
-    from dvrk_ident_ros.app.launcher import NodeProcess, wait_for
-    from dvrk_ident_ros.errors import DvrkIdentError
-    from dvrk_ident_ros.gc.loaders import load_poses
-    from dvrk_ident_ros.nodes.clients import ArmClient
-    from dvrk_ident_ros.sim.arm import SimulatedArm
-    from dvrk_ident_ros.sim.config import load_sim_config
-    from dvrk_ident_ros.sim.experiments import random_poses, tip_pose
+def _drift(reference, start_q: np.ndarray, end_q: np.ndarray) -> tuple[float, float]:
+    """Tip motion between two poses: mm, deg."""
+    from dvrk_ident_ros.sim.experiments import tip_pose
 
-    reference = SimulatedArm(load_sim_config("mtm"), MTM)  # for the limits and the kinematics
-    data = load_poses(logs.parent / "mtml_grid_bag")
-    goals = random_poses(reference, poses, np.random.default_rng(seed), fraction=0.8,
-                         box=(data.q.min(0), data.q.max(0)))
+    start, end = tip_pose(reference, start_q), tip_pose(reference, end_q)
+    cos = np.clip((np.trace(start[:3, :3].T @ end[:3, :3]) - 1) / 2, -1, 1)
+    return float(1e3 * np.linalg.norm(end[:3, 3] - start[:3, 3])), float(np.degrees(np.arccos(cos)))
+
+
+def _hold_with_node(arm: str, parameter_file: Path, goals: np.ndarray, reference, logs: Path,
+                    env: dict) -> tuple[np.ndarray, np.ndarray]:
+    """The gravity_compensation node with ``parameter_file`` holding the simulated ``arm`` at each of ``goals``
+    (dVRK joint space; a PSM's jaw: the goal's value for the kinematics, never commanded) for 2 s of simulated
+    time under its torques alone (the drift test); tip drift per pose (mm, deg)."""
+    from dvrk_ident_ros.app.launcher import NodeProcess, wait_for
+    from dvrk_ident_ros.arms import arm_spec
+    from dvrk_ident_ros.errors import DvrkIdentError
+    from dvrk_ident_ros.nodes.clients import ArmClient
+
+    n = arm_spec(arm).arm_joints  # on measured_js and move_jp: all but a PSM's jaw
+
+    def with_jaw(goal: np.ndarray, q: np.ndarray) -> np.ndarray:
+        full = goal.copy()
+        full[:n] = q
+        return full
+
     drift_mm: list[float] = []
     drift_deg: list[float] = []
     # the simulator owns time (/clock, real time at most): on a starved machine simulated time slows down
     # instead of running on without the compensation's answers, and the 2 s are 2 s of simulated time
-    with NodeProcess("simulated_arm", {"arm": MTM, "publish_rate": 500.0, "publish_clock": True,
+    with NodeProcess("simulated_arm", {"arm": arm, "publish_rate": 500.0, "publish_clock": True,
                                        "real_time_factor": 1.0}, log_dir=logs, env=env,
-                     name="sim_MTML_hold"), ArmClient(MTM, "demo_hold") as client:
+                     name=f"sim_{arm}_hold"), ArmClient(arm, f"demo_hold_{arm}") as client:
         seconds = client.home(120.0)  # a DISABLED, unhomed arm, as the console starts it: power on, home
-        print(f"[{MTM}] powered on and homed in {seconds:.1f} s (state_command enable, home)", flush=True)
+        print(f"[{arm}] powered on and homed in {seconds:.1f} s (state_command enable, home)", flush=True)
         client.position(30.0)
         skipped = []
         hold_start = time.monotonic()
@@ -244,22 +263,22 @@ def _hold_stage(gc_file: Path, logs: Path, env: dict, poses: int, seed: int) -> 
                 per_pose = (time.monotonic() - hold_start) / k
                 print(f"      pose {k + 1} of {len(goals)}: elapsed {time.monotonic() - hold_start:.0f} s, about "
                       f"{per_pose * (len(goals) - k):.0f} s remaining", flush=True)
-            if not _reach(client, goal):
+            if not _reach(client, goal[:n]):
                 state_age = time.monotonic() - client.state[0] if client.state is not None else float("nan")
                 print(f"      pose {k} not reached after 3 move_jp (worst joint "
-                      f"{np.max(np.abs(client.position() - goal)):.3f} rad off, last state {state_age:.2f} s old): "
+                      f"{np.max(np.abs(client.position() - goal[:n])):.3f} off, last state {state_age:.2f} s old): "
                       "skipped", flush=True)
                 skipped.append(k)
-                if len(skipped) > poses // 2:
-                    raise DvrkIdentError(f"the simulated MTML reached only {k + 1 - len(skipped)} of {k + 1} poses")
+                if len(skipped) > len(goals) // 2:
+                    raise DvrkIdentError(f"the simulated {arm} reached only {k + 1 - len(skipped)} of {k + 1} poses")
                 continue
             time.sleep(0.5)
             client.first_effort_stamp = None
             client.history.clear()
             client.recording = True
-            with NodeProcess("gravity_compensation", {"arm": MTM, "parameter_file": str(gc_file),
+            with NodeProcess("gravity_compensation", {"arm": arm, "parameter_file": str(parameter_file),
                                                       "ramp_in_time": 0.0}, log_dir=logs, env=env,
-                             name=f"gravity_compensation_{k}"):
+                             name=f"gravity_compensation_{arm}_{k}"):
                 wait_for(lambda: client.first_effort_stamp is not None, 30.0, "the first servo_jf")
                 t0 = client.first_effort_stamp
                 if t0 is None:
@@ -267,13 +286,64 @@ def _hold_stage(gc_file: Path, logs: Path, env: dict, poses: int, seed: int) -> 
                 t_end = t0 + 2.0
                 wait_for(lambda end=t_end: client.recorded_until() >= end, 60.0, "2 s of simulated time")
             client.recording = False
-            start, end = tip_pose(reference, client.position_at(t0)), tip_pose(reference, client.position_at(t_end))
-            drift_mm.append(1e3 * np.linalg.norm(end[:3, 3] - start[:3, 3]))
-            cos = np.clip((np.trace(start[:3, :3].T @ end[:3, :3]) - 1) / 2, -1, 1)
-            drift_deg.append(np.degrees(np.arccos(cos)))
+            mm, deg = _drift(reference, with_jaw(goal, client.position_at(t0)),
+                             with_jaw(goal, client.position_at(t_end)))
+            drift_mm.append(mm)
+            drift_deg.append(deg)
+    return np.array(drift_mm), np.array(drift_deg)
+
+
+def _hold_stage(gc_file: Path, logs: Path, env: dict, poses: int, seed: int) -> None:
+    from dvrk_ident_ros.gc.loaders import load_poses
+    from dvrk_ident_ros.sim.arm import SimulatedArm
+    from dvrk_ident_ros.sim.config import load_sim_config
+    from dvrk_ident_ros.sim.experiments import random_poses
+
+    reference = SimulatedArm(load_sim_config("mtm"), MTM)  # for the limits and the kinematics
+    data = load_poses(logs.parent / "mtml_grid_bag")
+    goals = random_poses(reference, poses, np.random.default_rng(seed), fraction=0.8,
+                         box=(data.q.min(0), data.q.max(0)))
+    drift_mm, drift_deg = _hold_with_node(MTM, gc_file, goals, reference, logs, env)
     print(f"[{MTM}] gravity_compensation node holding the simulated arm, {len(drift_mm)} random poses x 2 s: tip drift "
           f"mean {np.mean(drift_mm):.1f} mm (max {np.max(drift_mm):.1f}), {np.mean(drift_deg):.2f} deg "
           f"(max {np.max(drift_deg):.2f}) (Lin 2019, real MTM: 4.6 mm, 2.31 deg)")
+
+
+def _psm_gravity_stage(result_file: Path, out: Path, logs: Path, env: dict, holds: int, poses: int,
+                       seed: int) -> None:
+    """Stage 5 (module docstring; README "The PSM's gravity at rest")."""
+    from dvrk_ident_ros.app.jobs import gravity_refit_job
+    from dvrk_ident_ros.excitation.files import save_grid
+    from dvrk_ident_ros.excitation.holds import holds_grid
+    from dvrk_ident_ros.gc.model_law import ModelCompensation
+    from dvrk_ident_ros.identify.results import IdentificationResult
+    from dvrk_ident_ros.safety import CommandChecker
+    from dvrk_ident_ros.sim.arm import SimulatedArm
+    from dvrk_ident_ros.sim.config import load_sim_config
+    from dvrk_ident_ros.sim.experiments import drift_test, random_poses
+
+    config = load_sim_config("psm")
+    model = config.model
+    grid_file = out / "psm1_holds.yaml"
+    grid = holds_grid(PSM, CommandChecker(model, PSM, section="hardware"), poses=holds, seed=seed)
+    save_grid(grid_file, grid)
+    bag = _fresh(out / "psm_holds_bag")
+    seconds = _collect(PSM, grid_file, bag, logs, env, {}, 0.0, 600.0)
+    print(f"[{PSM}] {holds} static holds ({grid_file.name}: settle {grid['settle_time']:g} s, "
+          f"{grid['samples_per_pose']} samples each) played and recorded in {seconds:.0f} s -> {bag}")
+    refit = gravity_refit_job(result_file, bag, out / f"{result_file.stem}-refit.json")
+    print(f"[{PSM}] gc refit: {refit.summary.split(': ', 1)[1]} -> {refit.result_file}")
+    reference = SimulatedArm(config, PSM, seed=seed)  # the limits, the kinematics; the in-process drift test
+    goals = random_poses(reference, poses, np.random.default_rng(seed + 1), fraction=0.8)
+    standard = IdentificationResult.load(result_file).standard or {}  # an SDP answer has them (/identify sdp)
+    delta = np.array([float(standard[name]) for name in model.parameter_names])
+    limit = np.array(config.spec.compensation_torque_limit, dtype=float)
+    alone = drift_test(reference, ModelCompensation(model, delta, limit, "identified"), goals)
+    drift_mm, drift_deg = _hold_with_node(PSM, refit.result_file, goals, reference, logs, env)
+    print(f"[{PSM}] gravity_compensation node with the refitted model holding the simulated arm, {len(drift_mm)} "
+          f"random poses x 2 s: tip drift mean {np.mean(drift_mm):.2f} mm (max {np.max(drift_mm):.2f}), "
+          f"{np.mean(drift_deg):.2f} deg (max {np.max(drift_deg):.2f}); the identified model without the refit "
+          f"(simulated here, same poses): {alone.position_mm.mean():.0f} mm, {alone.rotation_deg.mean():.0f} deg")
 
 
 def run_demo(args: argparse.Namespace) -> int:
@@ -293,9 +363,10 @@ def run_demo(args: argparse.Namespace) -> int:
     bag = _psm_stage(out, logs, env, args.real_time_factor, args.periods)
     with NodeProcess("identification_service", {"output_directory": str(out)}, log_dir=logs, env=env), \
             ArmClient(PSM, "demo_identify") as client:
-        _psm_identify(client, bag, out)
+        psm_file = _psm_identify(client, bag, out)
         gc_file = _mtm_stage(client, out, logs, env, args.pose_stride)
     _hold_stage(gc_file, logs, env, args.hold_poses, args.seed)
+    _psm_gravity_stage(psm_file, out, logs, env, args.psm_holds, args.psm_hold_poses, args.seed)
     print(f"done in {time.perf_counter() - start:.0f} s; outputs in {out}/")
     return 0
 
@@ -311,4 +382,8 @@ def add_demo_command(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--periods", type=int, default=3, help="periods of the PSM excitation trajectory")
     p.add_argument("--pose-stride", type=int, default=10, help="play every k-th pose of the MTML grid")
     p.add_argument("--hold-poses", type=int, default=5, help="random poses held by the gravity compensation")
+    p.add_argument("--psm-holds", type=int, default=18,
+                   help="PSM static holds for the gravity refit (at least 18: three per gravity combination)")
+    p.add_argument("--psm-hold-poses", type=int, default=3,
+                   help="random poses the refitted PSM compensation holds")
     p.set_defaults(handler=run_demo)
