@@ -109,14 +109,19 @@ def test_compiled_and_numpy_dynamics_agree():
     assert np.count_nonzero(known) == 3 and np.allclose(known, slow.known_torques(q), rtol=1e-12, atol=1e-14)
 
 
-@pytest.mark.parametrize("family,friction", [("mtm", True), ("psm", True), ("mtm", False)])
-def test_compiled_euler_step_is_the_numpy_one(family, friction):
+STICKY_PSM = {"1": 1e-4, "2": 1e-4, "3": 1e-4}  # static friction on the PSM's yaw, pitch and insertion
+
+
+@pytest.mark.parametrize("family,friction,velocity", [("mtm", True, 0.02), ("psm", True, 0.02),
+                                                      ("mtm", False, 0.02), ("psm", True, STICKY_PSM)])
+def test_compiled_euler_step_is_the_numpy_one(family, friction, velocity):
     """The simulator's step in C (model/compiled.py _EULER_STEP) against ArmPhysics' NumPy step: friction
-    (sliding, at rest, offsets; or none), the known torques and the solve, over random states and torques."""
+    (sliding, at rest, offsets; or none; one Coulomb velocity or one per element), the known torques and the
+    solve, over random states and torques."""
     model = load_model(family)
     delta = plausible_parameters(model, np.random.default_rng(8))
-    fast = ArmPhysics(model, delta, friction=friction)
-    slow = ArmPhysics(model, delta, friction=friction, compiled=False)
+    fast = ArmPhysics(model, delta, friction=friction, coulomb_velocity=velocity)
+    slow = ArmPhysics(model, delta, friction=friction, compiled=False, coulomb_velocity=velocity)
     assert fast._euler is not None and slow._euler is None
     rng = np.random.default_rng(9)
     for k in range(20):
@@ -129,3 +134,62 @@ def test_compiled_euler_step_is_the_numpy_one(family, friction):
         np.testing.assert_allclose(a.qd, b.qd, rtol=1e-9, atol=1e-12)
         np.testing.assert_allclose(a.q, b.q, rtol=1e-12, atol=1e-14)
         assert not np.allclose(a.qd, qd)  # it moved: the comparison is not of two copies of the input
+
+
+def test_a_small_coulomb_velocity_is_static_friction():
+    """v_s per friction element (sim/physics.py): with 1e-4 on the PSM's yaw, pitch and insertion, a torque of
+    half their Coulomb friction beyond the exact holding torque (in the direction the offset Fo does not
+    weaken) leaves them where they are (stiction), while
+    the default 0.02 lets them slide; unknown elements and non-positive values are refused."""
+    from dvrk_ident_ros.errors import DescriptionError
+    from dvrk_ident_ros.sim.config import load_sim_config
+
+    config = load_sim_config("psm")
+    model, delta = config.model, config.delta
+    q0 = model.motor_from_dvrk(np.array([0.2, -0.3, 0.12, 0.1, 0.2, -0.1, 0.3]))
+    fc = np.array([delta[model.layout.index(f"Fc{j}")] for j in (1, 2, 3)])
+    fo = np.array([delta[model.layout.index(f"Fo{j}")] for j in (1, 2, 3)])
+    push = np.zeros(model.dof)
+    # against motion of sign s the friction at rest holds up to Fc + s Fo: pushed where that is Fc + |Fo|
+    push[:3] = 0.5 * fc * np.where(fo >= 0, 1.0, -1.0)  # dVRK joints 1-3 are motors 1-3 on the PSM
+    moved = {}
+    for label, velocity in (("sticky", STICKY_PSM), ("smooth", 0.02)):
+        physics = ArmPhysics(model, delta, coulomb_velocity=velocity)
+        hold = physics.bias(q0, np.zeros(model.dof)) + model.motor_torque_from_dvrk(push)
+        state = ArmState(q0.copy(), np.zeros(model.dof))
+        for _ in range(1500):  # 1 s
+            state = physics.step_euler(state, hold, 1.0 / 1500)
+        moved[label] = np.abs(model.dvrk_from_motor(state.q) - model.dvrk_from_motor(q0))[:3]
+    assert np.all(moved["sticky"] < 2e-4), moved  # creeps at v_s * push / Fc at most: 5e-5 / s
+    assert np.all(moved["smooth"] > 20 * moved["sticky"]), moved
+    physics = ArmPhysics(model, delta, coulomb_velocity=STICKY_PSM)
+    assert physics.friction_elements[:3] == ["1", "2", "3"]
+    np.testing.assert_array_equal(physics.coulomb_velocity[:4], [1e-4, 1e-4, 1e-4, 0.02])
+    with pytest.raises(DescriptionError, match="not friction elements"):
+        ArmPhysics(model, delta, coulomb_velocity={"9": 1e-4})
+    with pytest.raises(DescriptionError, match="must be > 0"):
+        ArmPhysics(model, delta, coulomb_velocity={"default": 0.0})
+
+
+def test_the_simulation_file_gives_coulomb_velocities_per_element(tmp_path):
+    """config/sim/<arm>.yaml: coulomb_velocity is a number or a mapping of friction elements; the simulated
+    arm's physics takes it; a value that is no number is refused with the file's name."""
+    import yaml
+
+    from dvrk_ident_ros.errors import DescriptionError
+    from dvrk_ident_ros.model.description import config_directory
+    from dvrk_ident_ros.sim.arm import SimulatedArm
+    from dvrk_ident_ros.sim.config import load_sim_config
+
+    source = config_directory() / "sim" / "psm.yaml"
+    raw = yaml.safe_load(source.read_text())
+    raw["coulomb_velocity"] = {"default": 0.01, **STICKY_PSM}
+    path = tmp_path / "psm_sticky.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    config = load_sim_config("psm", path, parameters=source.parent / raw["parameters"])
+    arm = SimulatedArm(config, "PSM1")
+    np.testing.assert_array_equal(arm.physics.coulomb_velocity[:4], [1e-4, 1e-4, 1e-4, 0.01])
+    raw["coulomb_velocity"] = {"1": "slow"}
+    path.write_text(yaml.safe_dump(raw))
+    with pytest.raises(DescriptionError, match=r"psm_sticky\.yaml: coulomb_velocity"):
+        load_sim_config("psm", path, parameters=source.parent / raw["parameters"])

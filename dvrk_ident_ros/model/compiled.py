@@ -21,7 +21,7 @@ from dvrk_ident_ros.model import codegen, symbolic
 from dvrk_ident_ros.model.arm_model import ArmModel
 
 _PROGRAMS = ("regressor", "inertia", "gravity", "known")
-_LIBRARY_VERSION = 4  # bump when _PROGRAMS, the C printer or _EULER_STEP change
+_LIBRARY_VERSION = 5  # bump when _PROGRAMS, the C printer or _EULER_STEP change
 
 #: One semi-implicit Euler step of the simulator (sim/physics.py ArmPhysics.step_euler, which documents it and
 #: keeps the NumPy version): h = H(q, qd, 0) rigid + known + friction(qd); (M + dt D) x = tau - h, D the smooth
@@ -30,7 +30,7 @@ _LIBRARY_VERSION = 4  # bump when _PROGRAMS, the C printer or _EULER_STEP change
 _EULER_STEP = r"""
 int euler_step(const double *q, const double *qd, const double *tau, const double *M, const double *known,
                const double *rigid, const double *C, const double *fv, const double *fc, const double *fo,
-               int n_friction, double coulomb_velocity, double dt, double *H, double *q_out, double *qd_out) {
+               int n_friction, const double *coulomb_velocity, double dt, double *H, double *q_out, double *qd_out) {
   double zeros[N] = {0.0}, h[N], A[N][N], b[N];
   regressor(q, qd, zeros, H);
   for (int i = 0; i < N; ++i) {
@@ -43,10 +43,10 @@ int euler_step(const double *q, const double *qd, const double *tau, const doubl
     const double *c = C + e * N;
     double v = 0.0;
     for (int j = 0; j < N; ++j) v += c[j] * qd[j];
-    const double x = v / coulomb_velocity, slip = tanh(x);
+    const double vs = coulomb_velocity[e], x = v / vs, slip = tanh(x);
     const double force = fv[e] * v + fc[e] * slip + fo[e] * fabs(slip);
     const double ex = exp(-2.0 * fabs(x)), sech2 = 4.0 * ex / ((1.0 + ex) * (1.0 + ex));
-    double slope = fv[e] + (fc[e] + fo[e] * ((v > 0.0) - (v < 0.0))) / coulomb_velocity * sech2;
+    double slope = fv[e] + (fc[e] + fo[e] * ((v > 0.0) - (v < 0.0))) / vs * sech2;
     if (slope < 0.0) slope = 0.0;
     for (int j = 0; j < N; ++j) {
       h[j] += c[j] * force;
@@ -109,26 +109,33 @@ def _c_function(program: symbolic.Program, motor_names: tuple[str, ...]) -> str:
 class EulerStep:
     """The compiled semi-implicit Euler step (``_EULER_STEP``) with one arm's constants: the rigid-body
     parameters (friction zeroed), the friction elements (velocity map C, Fv, Fc, Fo) and the smooth Coulomb
-    velocity. Arguments go through buffers allocated once, as :class:`CompiledModel`'s."""
+    velocity of each (one number: every element's). Arguments go through buffers allocated once, as
+    :class:`CompiledModel`'s."""
 
     def __init__(self, model: CompiledModel, rigid: np.ndarray, C: np.ndarray, fv: np.ndarray, fc: np.ndarray,
-                 fo: np.ndarray, coulomb_velocity: float):
+                 fo: np.ndarray, coulomb_velocity: float | np.ndarray):
         n = model.dof
         C = C.reshape(-1, n)
         if C.shape[0] and not len(fv) == len(fc) == len(fo) == C.shape[0]:
             raise ValueError(f"{C.shape[0]} friction elements, {len(fv)}/{len(fc)}/{len(fo)} Fv/Fc/Fo values")
-        self._constants = [np.ascontiguousarray(a, dtype=float) for a in (rigid, C, fv, fc, fo)]
+        velocity = np.asarray(coulomb_velocity, dtype=float)
+        if velocity.ndim == 0:
+            velocity = np.full(C.shape[0], float(velocity))
+        if velocity.shape != (C.shape[0],):
+            raise ValueError(f"{C.shape[0]} friction elements, {velocity.size} Coulomb velocities")
+        self._constants = [np.ascontiguousarray(a, dtype=float) for a in (rigid, C, fv, fc, fo, velocity)]
         self._q, self._qd, self._tau, self._known, self.q_out, self.qd_out = (np.zeros(n) for _ in range(6))
         self._M = np.zeros((n, n))
         self._H = np.zeros((n, model.params))
         step = model.library.euler_step
-        kinds: list[type] = [ctypes.c_void_p] * 10 + [ctypes.c_int, ctypes.c_double, ctypes.c_double]
+        kinds: list[type] = [ctypes.c_void_p] * 10 + [ctypes.c_int, ctypes.c_void_p, ctypes.c_double]
         step.argtypes = kinds + [ctypes.c_void_p] * 3
         step.restype = ctypes.c_int
         self._step = step
-        self._head = [a.ctypes.data for a in (self._q, self._qd, self._tau, self._M, self._known, *self._constants)]
+        self._head = [a.ctypes.data for a in (self._q, self._qd, self._tau, self._M, self._known,
+                                              *self._constants[:5])]
         self._n_friction = C.shape[0]  # no rows: friction off (the C program then reads no Fv, Fc, Fo)
-        self._coulomb_velocity = float(coulomb_velocity)
+        self._coulomb_velocity = self._constants[5].ctypes.data
         self._tail = [a.ctypes.data for a in (self._H, self.q_out, self.qd_out)]
 
     def __call__(self, q: np.ndarray, qd: np.ndarray, tau: np.ndarray, M: np.ndarray, known: np.ndarray,
@@ -162,7 +169,7 @@ class CompiledModel:
         self._known = library.known
 
     def euler_step(self, rigid: np.ndarray, C: np.ndarray, fv: np.ndarray, fc: np.ndarray, fo: np.ndarray,
-                   coulomb_velocity: float) -> EulerStep:
+                   coulomb_velocity: float | np.ndarray) -> EulerStep:
         """The simulator's compiled integration step with these constants (see :class:`EulerStep`)."""
         return EulerStep(self, rigid, C, fv, fc, fo, coulomb_velocity)
 

@@ -20,6 +20,7 @@ from dvrk_ident_ros.errors import DescriptionError
 from dvrk_ident_ros.files import read_document
 from dvrk_ident_ros.model.arm_model import ArmModel, load_model
 from dvrk_ident_ros.sim.noise import NoiseLevels
+from dvrk_ident_ros.sim.physics import DEFAULT_COULOMB_VELOCITY, CoulombVelocity
 from dvrk_ident_ros.sim.servo import PidGains
 
 
@@ -38,7 +39,7 @@ class SimConfig:
     parameter_file: Path
     spec: ArmSpec  # the arm family's traits (arm registry)
     prismatic: np.ndarray  # per dVRK joint: True for a prismatic joint (:func:`prismatic_joints`)
-    coulomb_velocity: float = 0.02
+    coulomb_velocity: CoulombVelocity = DEFAULT_COULOMB_VELOCITY  # one v_s, or per friction element (physics.py)
 
 
 def prismatic_joints(model: ArmModel) -> np.ndarray:
@@ -69,6 +70,18 @@ def load_true_parameters(model: ArmModel, path: Path) -> np.ndarray:
     return np.array([result.standard[name] for name in model.parameter_names])
 
 
+def _coulomb_velocity(raw: object, path: Path) -> CoulombVelocity:
+    """A number, or a mapping of friction element names (and "default") to numbers (physics.py checks them
+    against the arm's elements)."""
+    try:
+        if isinstance(raw, dict):
+            return {str(k): float(v) for k, v in raw.items()}
+        return float(raw)  # type: ignore[arg-type]
+    except (TypeError, ValueError) as exc:
+        raise DescriptionError(f"{path}: coulomb_velocity: {raw!r}: expected a number or a mapping of friction "
+                               "elements to numbers") from exc
+
+
 def load_sim_config(family: str, path: str | Path | None = None, parameters: str | Path | None = None) -> SimConfig:
     """The simulated arm of an arm, family or model name (MTML, mtm, ...: the arm registry's ``simulation``
     file unless ``path`` is given), its true parameters from that file unless ``parameters`` is given."""
@@ -97,4 +110,4 @@ def load_sim_config(family: str, path: str | Path | None = None, parameters: str
         builtin_gravity_compensation=bool(raw.get("builtin_gravity_compensation", False)),
         move_speed=_vector(raw, "move_speed", n, source), parameter_file=parameter_file,
         prismatic=prismatic_joints(model),
-        coulomb_velocity=float(raw.get("coulomb_velocity", 0.02)))
+        coulomb_velocity=_coulomb_velocity(raw.get("coulomb_velocity", DEFAULT_COULOMB_VELOCITY), source))

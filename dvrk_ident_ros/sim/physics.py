@@ -5,18 +5,45 @@ torques from the model core, plus friction evaluated here with a smooth
 Coulomb term (tanh(v / v_s) instead of sign(v), for a well-posed integration);
 the friction offset Fo (the identification's constant term) acts only while
 the joint slides, Fo |tanh(v / v_s)| with |Fo| <= Fc (so friction never
-drives the motion), and does not push an arm at rest.
+drives the motion), and does not push an arm at rest. v_s is one number for
+every friction element, or one per element ({name: v_s, "default": v_s}, the
+elements named as their Fc parameters: "1", "M6", ...): a small v_s (1e-4)
+makes the term a regularised static friction that holds a joint at rest
+against up to Fc + Fo sign (the push's direction) (a real joint's stiction;
+the default 0.02 has none).
 Integration is fixed-step RK4 (energy-conserving to high order when friction
 and control are off).
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
+from dvrk_ident_ros.errors import DescriptionError
 from dvrk_ident_ros.model.arm_model import ArmModel
+
+#: rad/s (m/s): the smoothing of sign(v) unless the arm's simulation file says otherwise
+DEFAULT_COULOMB_VELOCITY = 0.02
+CoulombVelocity = float | Mapping[str, float]
+
+
+def coulomb_velocities(names: list[str], spec: CoulombVelocity) -> np.ndarray:
+    """v_s per friction element ``names`` from one number or a mapping {element: v_s} with an optional
+    "default" (else :data:`DEFAULT_COULOMB_VELOCITY`); every value > 0, every key an element."""
+    if isinstance(spec, Mapping):
+        unknown = sorted(set(spec) - set(names) - {"default"})
+        if unknown:
+            raise DescriptionError(f"coulomb_velocity: {unknown} are not friction elements of the arm "
+                                   f"({', '.join(names)}, or default)")
+        default = float(spec.get("default", DEFAULT_COULOMB_VELOCITY))
+        values = np.array([float(spec.get(name, default)) for name in names])
+    else:
+        values = np.full(len(names), float(spec))
+    if not np.all(values > 0):
+        raise DescriptionError(f"coulomb_velocity: {values.tolist()}: every value must be > 0")
+    return values
 
 
 @dataclass
@@ -27,8 +54,9 @@ class ArmState:
 
 
 class ArmPhysics:
-    def __init__(self, model: ArmModel, delta: np.ndarray, *, coulomb_velocity: float = 0.02,
-                 friction: bool = True, compiled: bool = True):
+    def __init__(self, model: ArmModel, delta: np.ndarray, *,
+                 coulomb_velocity: CoulombVelocity = DEFAULT_COULOMB_VELOCITY, friction: bool = True,
+                 compiled: bool = True):
         self.model = model
         self._c = None
         if compiled:
@@ -50,13 +78,15 @@ class ArmPhysics:
         self._fv = np.array([self.delta[layout.index(f"Fv{o}")] for o, _ in coords])
         self._fc = np.array([self.delta[layout.index(f"Fc{o}")] for o, _ in coords])
         self._fo = np.clip([self.delta[layout.index(f"Fo{o}")] for o, _ in coords], -self._fc, self._fc)
-        self.coulomb_velocity = coulomb_velocity
+        self.friction_elements = [name for name, _ in coords]
+        #: v_s per friction element (module docstring)
+        self.coulomb_velocity = coulomb_velocities(self.friction_elements, coulomb_velocity)
         self._known = bool(d.known_torques)
         self._no_known = np.zeros(self.n)
         #: the compiled step_euler (None without a C compiler: the NumPy one below)
         self._euler = None if self._c is None else self._c.euler_step(
             self._rigid, self._C if friction else np.zeros((0, self.n)), self._fv, self._fc, self._fo,
-            coulomb_velocity)
+            self.coulomb_velocity if friction else np.zeros(0))
         self._unit = np.eye(self.n)
         # motor inertia is not in the rigid-body inertia program: I_m c c^T per element
         self._motor_inertia = self.model._motor_inertia(np.eye(self.n), self.delta)
