@@ -22,19 +22,28 @@ kinematics) and rotation (deg) over the 2 s, mean and max
   (:class:`~dvrk_ident_ros.gc.model_law.ModelCompensation`: gravity, springs,
   counterweight) holds the simulated PSM; then the same model with its gravity
   refitted to ``PSM_HOLDS`` static holds (:mod:`dvrk_ident_ros.gc.static_refit`,
-  other poses than the drift test's; their time on the arm printed); floor: the
-  true parameters' compensation.
+  other poses than the drift test's; their time on the arm printed), of each
+  design of ``dvrk-ident trajectory holds`` (random poses; each pose from both
+  sides); floor: the true parameters' compensation. Then the same on a PSM with
+  static friction on joints 1-3 (Coulomb velocity 1e-4: stuck up to Fc + Fo
+  sign at rest) and the dVRK's own PSM PID on them (no integral term:
+  sawIntuitiveResearchKit share/pid/sawControllersPID-PSM.json): the holds
+  carry the friction the joints stuck with, and the same friction helps hold
+  the arm in the drift test.
 
-``DVRK_IDENT_BENCH_DRIFT_POSES`` (default 100) sets the number of poses.
+``DVRK_IDENT_BENCH_DRIFT_POSES`` (default 100) sets the number of poses,
+``DVRK_IDENT_BENCH_DRIFT_ARMS`` (default "mtm,psm") the arms.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 
 import numpy as np
 
 from dvrk_ident_ros.excitation.files import load_grid
+from dvrk_ident_ros.excitation.holds import APPROACHES, holds_grid
 from dvrk_ident_ros.excitation.playback import GridPlayback
 from dvrk_ident_ros.gc.fits import FITS
 from dvrk_ident_ros.gc.law import CompensationLaw
@@ -44,7 +53,7 @@ from dvrk_ident_ros.gc.params import GcParameters
 from dvrk_ident_ros.gc.static_refit import refit_gravity
 from dvrk_ident_ros.model.description import config_directory
 from dvrk_ident_ros.sim.arm import SimulatedArm
-from dvrk_ident_ros.sim.config import load_sim_config
+from dvrk_ident_ros.sim.config import SimConfig, load_sim_config
 from dvrk_ident_ros.sim.experiments import (
     DriftResult,
     StaticTruth,
@@ -61,8 +70,12 @@ DESIGN = {"pose_stride": 3, "sweep_stride": 2, "trim": (1, 0)}
 BEFORE = {"pose_stride": 10, "sweep_stride": 1, "trim": (0, 0)}
 #: Travel widths of the travel blend benchmarked (rad); the first is the node's default.
 TRAVEL_WIDTHS = (0.02, 0.05)
-#: Static holds of the PSM's gravity refit (random poses in the central 90 % of its range)
-PSM_HOLDS = 30
+#: Static holds of the PSM's gravity refit (`dvrk-ident trajectory holds`: the central 90 % of its range)
+PSM_HOLDS = 32
+#: Static friction on the PSM's yaw, pitch and insertion (sim/physics.py: a Coulomb velocity of 1e-4)
+STICKY = {"1": 1e-4, "2": 1e-4, "3": 1e-4}
+#: The dVRK's PSM PID on joints 1-3 (sawControllersPID-PSM.json: p 120 120 6000, d 6 5 200, i 0)
+DVRK_PID = {"kp": (120.0, 120.0, 6000.0), "kd": (6.0, 5.0, 200.0), "ki": (0.0, 0.0, 0.0)}
 PSM_HOLD_SETTLE, PSM_HOLD_SAMPLES = 2.0, 100  # s after each move (the PID settling: 1 s left 0.9 mm); samples (100 Hz)
 GRID_VARIANTS = [(1, 1), (3, 1), (3, 2), (5, 1), (5, 2), (10, 1)]  # (pose stride, sweep stride) whose time is printed
 
@@ -172,30 +185,73 @@ def psm_compensations() -> tuple[object, object, str]:
                                                                                   "true"), note
 
 
+def sticky_psm() -> SimConfig:
+    """The simulated PSM with static friction on joints 1-3 and the dVRK's PID gains there (module docstring)."""
+    config = load_sim_config("psm")
+    gains = dataclasses.replace(config.gains, **{k: config.gains.__dict__[k].copy() for k in DVRK_PID})
+    for key, values in DVRK_PID.items():
+        getattr(gains, key)[:3] = values
+    return dataclasses.replace(config, coulomb_velocity=STICKY, gains=gains)
+
+
+def psm_holds(config: SimConfig, approach: str, seed: int = 11):
+    """The static holds of `dvrk-ident trajectory holds` (``approach``) on a fresh simulated PSM of ``config``."""
+    arm = SimulatedArm(config, "PSM1", seed=2)
+    grid = holds_grid("PSM1", arm.checker, poses=PSM_HOLDS, seed=seed, approach=approach,
+                      settle=PSM_HOLD_SETTLE, samples=PSM_HOLD_SAMPLES)
+    return static_holds(arm, np.asarray(grid["sweeps"][0]["poses"]), settle=PSM_HOLD_SETTLE,
+                        samples=PSM_HOLD_SAMPLES)
+
+
+def psm_refits(identified: ModelCompensation, config: SimConfig, label: str) -> dict[str, ModelCompensation]:
+    """The identified model refitted to the holds of each design on a PSM of ``config``."""
+    limit = np.array(config.spec.compensation_torque_limit, dtype=float)
+    true_static = SimulatedArm(config, "PSM1", noise=False)
+    laws = {}
+    for approach in APPROACHES:
+        start = time.perf_counter()
+        holds = psm_holds(config, approach)
+        refit = refit_gravity(identified.model, identified.delta, holds.q, holds.effort)
+        exact = np.array([true_static.static_torque(config.model.motor_from_dvrk(q)) for q in holds.q])
+        friction = np.sqrt(np.mean((holds.effort - exact) ** 2, axis=0))[:3]
+        laws[approach] = ModelCompensation(identified.model, refit.delta, limit, f"refitted ({approach})")
+        print(f"  PSM{label}: gravity refit to {len(holds.q)} holds, {approach}: {refit.summary()}; the holds' "
+              f"effort minus the exact static torque, RMS joints 1-3: {' '.join(f'{x:.3f}' for x in friction)} "
+              f"({holds.seconds:.0f} s on the arm, {time.perf_counter() - start:.0f} s here)", flush=True)
+    return laws
+
+
 def psm(poses: int) -> bool:
     start = time.perf_counter()
     identified, true, note = psm_compensations()
     print(f"  PSM: {note} ({time.perf_counter() - start:.0f} s)", flush=True)
-    arm = SimulatedArm(load_sim_config("psm"), "PSM1", seed=1)
+    config = load_sim_config("psm")
+    arm = SimulatedArm(config, "PSM1", seed=1)
     goals = random_poses(arm, poses, np.random.default_rng(4), fraction=0.8)
-    start = time.perf_counter()
-    holds = static_holds(SimulatedArm(load_sim_config("psm"), "PSM1", seed=2),
-                         random_poses(arm, PSM_HOLDS, np.random.default_rng(11), fraction=0.9),
-                         settle=PSM_HOLD_SETTLE, samples=PSM_HOLD_SAMPLES)
-    refit = refit_gravity(identified.model, identified.delta, holds.q, holds.effort)
-    limit = np.array(load_sim_config("psm").spec.compensation_torque_limit, dtype=float)
-    refitted = ModelCompensation(identified.model, refit.delta, limit, "identified, gravity refitted")
-    print(f"  PSM: gravity refit: {refit.summary()} ({holds.seconds:.0f} s on the arm, "
-          f"{time.perf_counter() - start:.0f} s here)", flush=True)
-    for label, law in (("identified model", identified), ("identified, gravity refitted to static holds", refitted),
-                       ("floor: true parameters", true)):
+    laws = {"identified model": identified}
+    laws.update({f"identified, gravity refitted to {PSM_HOLDS} holds ({k})": v
+                 for k, v in psm_refits(identified, config, "").items()})
+    laws["floor: true parameters"] = true
+    for label, law in laws.items():
         start = time.perf_counter()
         _line(f"PSM1 {label}", drift_test(arm, law, goals), time.perf_counter() - start)
+    sticky = sticky_psm()
+    arm = SimulatedArm(sticky, "PSM1", seed=1)
+    print("  PSM with static friction on joints 1-3 and the dVRK's PID (no integral) on them:", flush=True)
+    laws = {f"refitted to {PSM_HOLDS} holds ({k})": v for k, v in psm_refits(identified, sticky, " (sticky)").items()}
+    laws["floor: true parameters"] = true
+    for label, law in laws.items():
+        start = time.perf_counter()
+        _line(f"PSM1 sticky, {label}", drift_test(arm, law, goals), time.perf_counter() - start)
     return len(goals) >= 100
 
 
 def run() -> bool:
     poses = int(os.environ.get("DVRK_IDENT_BENCH_DRIFT_POSES", "100"))
-    ok = mtm(poses)
-    ok &= psm(poses)
+    arms = os.environ.get("DVRK_IDENT_BENCH_DRIFT_ARMS", "mtm,psm").split(",")
+    ok = True
+    if "mtm" in arms:
+        ok &= mtm(poses)
+    if "psm" in arms:
+        ok &= psm(poses)
     return bool(ok)

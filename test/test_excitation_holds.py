@@ -28,7 +28,7 @@ def test_random_poses_are_inside_every_limit_and_spread_over_the_central_ranges(
 
 
 def test_a_holds_grid_round_trips_and_the_player_plays_every_pose(tmp_path, psm_checker):
-    grid = holds_grid("psm1", psm_checker, poses=12, seed=3, settle=2.0, samples=100)
+    grid = holds_grid("psm1", psm_checker, poses=12, seed=3, settle=2.0, samples=100, approach="random")
     path = save_grid(tmp_path / "holds.yaml", grid)
     loaded = load_grid(path, arm="PSM1")
     assert loaded["kind"] == HOLDS_KIND and loaded["arm"] == "PSM1"
@@ -40,7 +40,8 @@ def test_a_holds_grid_round_trips_and_the_player_plays_every_pose(tmp_path, psm_
 
 
 def test_bad_holds_arguments_are_refused(psm_checker):
-    for kwargs in ({"poses": 0}, {"fraction": 0.0}, {"fraction": 1.5}, {"settle": -1.0}, {"samples": 0}):
+    for kwargs in ({"poses": 0}, {"fraction": 0.0}, {"fraction": 1.5}, {"settle": -1.0}, {"samples": 0},
+                   {"approach": "above"}):
         with pytest.raises(DataError, match="expected poses >= 1"):
             holds_grid("PSM1", psm_checker, **kwargs)
 
@@ -50,6 +51,29 @@ def test_trajectory_holds_command_writes_the_grid(tmp_path, capsys):
 
     out = tmp_path / "psm2_holds.yaml"
     assert cli.main(["trajectory", "holds", "--arm", "psm2", "--poses", "20", "--out", str(out)]) == 0
-    assert "PSM2: 20 static holds" in capsys.readouterr().out
+    assert "PSM2: 20 static holds (both_sides;" in capsys.readouterr().out
     grid = load_grid(out, arm="PSM2")
     assert len(grid["sweeps"][0]["poses"]) == 20 and grid["settle_time"] == 2.0
+
+
+def test_both_sides_holds_reach_each_pose_from_above_and_below(psm_checker):
+    """The default design: each pose p held as p + d, p, p - d, p (d 2 % of each joint's range), all four
+    inside every limit, poses rounded up to a multiple of 4; the player plays every one of them."""
+    from dvrk_ident_ros.excitation.holds import APPROACH_OFFSET, joint_ranges
+
+    grid = holds_grid("PSM1", psm_checker, poses=10, seed=5)
+    assert grid["approach"] == "both_sides"
+    q = np.asarray(grid["sweeps"][0]["poses"])
+    assert q.shape == (12, psm_checker.dof)
+    lo, hi = joint_ranges(psm_checker)
+    d = APPROACH_OFFSET * (hi - lo)
+    assert d[2] == pytest.approx(0.02 * (hi[2] - lo[2])) and 0.003 < d[2] < 0.004  # insertion: 3.3 mm
+    for k in range(0, 12, 4):
+        above, p, below, again = q[k:k + 4]
+        np.testing.assert_allclose(above, p + d)
+        np.testing.assert_allclose(below, p - d)
+        np.testing.assert_array_equal(again, p)
+    assert psm_checker.first_position_violation(q) is None
+    assert len({tuple(p) for p in q[1::4]}) == 3  # three distinct poses
+    playback = GridPlayback(grid, psm_checker)
+    assert len(playback.poses) == 12 and not playback.skipped

@@ -1021,7 +1021,8 @@ def test_a_psm_plays_its_static_holds_and_refuses_an_mlse_grid(ros_env, rclpy_co
     from dvrk_ident_ros.safety import CommandChecker
 
     checker = CommandChecker(load_model("psm"), "PSM1", section="hardware")
-    grid = holds_grid("PSM1", checker, poses=3, seed=5, fraction=0.5, settle=0.3, samples=10)
+    grid = holds_grid("PSM1", checker, poses=3, seed=5, fraction=0.5, settle=0.3, samples=10,
+                       approach="random")
     path = save_grid(tmp_path / "psm1_holds.yaml", grid)
     mlse = dict(grid, kind="pose_grid")
     mlse_path = save_grid(tmp_path / "mlse.yaml", mlse)

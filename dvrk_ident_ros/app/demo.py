@@ -329,7 +329,8 @@ def _psm_gravity_stage(result_file: Path, out: Path, logs: Path, env: dict, hold
     save_grid(grid_file, grid)
     bag = _fresh(out / "psm_holds_bag")
     seconds = _collect(PSM, grid_file, bag, logs, env, {}, 0.0, 600.0)
-    print(f"[{PSM}] {holds} static holds ({grid_file.name}: settle {grid['settle_time']:g} s, "
+    print(f"[{PSM}] {len(grid['sweeps'][0]['poses'])} static holds ({grid_file.name}: {grid['approach']}, "
+          f"settle {grid['settle_time']:g} s, "
           f"{grid['samples_per_pose']} samples each) played and recorded in {seconds:.0f} s -> {bag}")
     refit = gravity_refit_job(result_file, bag, out / f"{result_file.stem}-refit.json")
     print(f"[{PSM}] gc refit: {refit.summary.split(': ', 1)[1]} -> {refit.result_file}")
@@ -382,8 +383,9 @@ def add_demo_command(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--periods", type=int, default=3, help="periods of the PSM excitation trajectory")
     p.add_argument("--pose-stride", type=int, default=10, help="play every k-th pose of the MTML grid")
     p.add_argument("--hold-poses", type=int, default=5, help="random poses held by the gravity compensation")
-    p.add_argument("--psm-holds", type=int, default=18,
-                   help="PSM static holds for the gravity refit (at least 18: three per gravity combination)")
+    p.add_argument("--psm-holds", type=int, default=24,
+                   help="PSM static holds for the gravity refit: 6 poses, each from both sides (at least 18: three "
+                        "per gravity combination)")
     p.add_argument("--psm-hold-poses", type=int, default=3,
                    help="random poses the refitted PSM compensation holds")
     p.set_defaults(handler=run_demo)

@@ -10,6 +10,7 @@ import numpy as np
 from dvrk_ident_ros import __version__
 from dvrk_ident_ros.arms import arm_spec
 from dvrk_ident_ros.errors import DvrkIdentError, SolverError
+from dvrk_ident_ros.excitation import holds
 from dvrk_ident_ros.excitation.files import load_trajectory, save_grid, save_trajectory
 from dvrk_ident_ros.excitation.grid import make_grid
 from dvrk_ident_ros.excitation.optimize import (
@@ -96,7 +97,6 @@ def _check(args: argparse.Namespace) -> int:
 
 def _holds(args: argparse.Namespace) -> int:
     from dvrk_ident_ros.arms import arm_spec
-    from dvrk_ident_ros.excitation import holds
     from dvrk_ident_ros.model.arm_model import load_model
     from dvrk_ident_ros.safety import CommandChecker
 
@@ -104,9 +104,11 @@ def _holds(args: argparse.Namespace) -> int:
     model = load_model(spec.model)
     checker = CommandChecker(model, args.arm, section="hardware")  # what the player's grids are checked against
     grid = holds.holds_grid(args.arm, checker, poses=args.poses, seed=args.seed, fraction=args.fraction,
-                            settle=args.settle, samples=args.samples)
+                            settle=args.settle, samples=args.samples, approach=args.approach)
     save_grid(args.out, grid)
-    print(f"{grid['arm']}: {args.poses} static holds (settle {args.settle:g} s, {args.samples} samples each) written "
+    count = len(grid["sweeps"][0]["poses"])
+    print(f"{grid['arm']}: {count} static holds ({args.approach}; settle {args.settle:g} s, {args.samples} samples "
+          f"each) written "
           f"to {args.out}; play it with the player and the recorder, then dvrk-ident gc refit")
     return 0
 
@@ -147,10 +149,14 @@ def add_trajectory_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--arm", required=True, type=str.upper, choices=["MTML", "MTMR"])
     p.add_argument("--out", required=True)
     p.set_defaults(handler=_grid)
-    p = tsub.add_parser("holds", help="random static holds of an arm (a pose grid the player plays) for "
+    p = tsub.add_parser("holds", help="static holds of an arm at random poses (a pose grid the player plays) for "
                                       "dvrk-ident gc refit")
     p.add_argument("--arm", required=True, type=str.upper, help="e.g. PSM1")
-    p.add_argument("--poses", type=int, default=30)
+    p.add_argument("--poses", type=int, default=holds.DEFAULT_POSES,
+                   help="holds (both_sides: rounded up to a multiple of 4)")
+    p.add_argument("--approach", choices=holds.APPROACHES, default=holds.APPROACHES[0],
+                   help="both_sides: each pose p held as p + d, p, p - d, p (static friction cancels in part); "
+                        "random: every hold a random pose")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--fraction", type=float, default=0.9, help="central fraction of each joint's range")
     p.add_argument("--settle", type=float, default=2.0, help="s at rest before sampling (the PID settling)")
