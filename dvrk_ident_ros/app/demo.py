@@ -311,7 +311,7 @@ def _hold_stage(gc_file: Path, logs: Path, env: dict, poses: int, seed: int) -> 
 
 def _psm_gravity_stage(result_file: Path, out: Path, logs: Path, env: dict, holds: int, poses: int,
                        seed: int) -> None:
-    """Stage 5 (module docstring; README "The PSM's gravity at rest")."""
+    """Stage 5 (module docstring; README "The drift test in simulation", PSM)."""
     from dvrk_ident_ros.app.jobs import gravity_refit_job
     from dvrk_ident_ros.excitation.files import save_grid
     from dvrk_ident_ros.excitation.holds import holds_grid
