@@ -19,7 +19,9 @@ does from the console. Stages longer than a few seconds print their progress.
    move_jp, recorded, ``/identify`` (mlse) -> a gc file.
 4. gravity_compensation with that gc file holding the simulated MTML at
    random poses (drift test: tip motion over 2 s under compensation only).
-5. PSM1's gravity at rest: static holds (``dvrk-ident trajectory holds``)
+5. With ``--psm-gravity`` (about 80 s more; the stages above take 7-9 minutes
+   on a 2-core machine, and the demo keeps within 10): PSM1's gravity at
+   rest: static holds (``dvrk-ident trajectory holds``)
    played and recorded through the nodes, the identified model's gravity
    refitted to them (``dvrk-ident gc refit``: the residual at rest before and
    after), and gravity_compensation with the refitted file holding the
@@ -365,7 +367,8 @@ def run_demo(args: argparse.Namespace) -> int:
         psm_file = _psm_identify(client, bag, out)
         gc_file = _mtm_stage(client, out, logs, env, args.pose_stride)
     _hold_stage(gc_file, logs, env, args.hold_poses, args.seed)
-    _psm_gravity_stage(psm_file, out, logs, env, args.psm_holds, args.psm_hold_poses, args.seed)
+    if args.psm_gravity:
+        _psm_gravity_stage(psm_file, out, logs, env, args.psm_holds, args.psm_hold_poses, args.seed)
     print(f"done in {time.perf_counter() - start:.0f} s; outputs in {out}/")
     return 0
 
@@ -381,6 +384,8 @@ def add_demo_command(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--periods", type=int, default=3, help="periods of the PSM excitation trajectory")
     p.add_argument("--pose-stride", type=int, default=10, help="play every k-th pose of the MTML grid")
     p.add_argument("--hold-poses", type=int, default=5, help="random poses held by the gravity compensation")
+    p.add_argument("--psm-gravity", action="store_true",
+                   help="end with the PSM's gravity at rest: static holds, gc refit, the node holding PSM1 (~80 s)")
     p.add_argument("--psm-holds", type=int, default=24,
                    help="PSM static holds for the gravity refit: 6 poses, each from both sides (at least 18: three "
                         "per gravity combination)")
