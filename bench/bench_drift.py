@@ -188,7 +188,7 @@ def psm_compensations() -> tuple[object, object, str]:
 def sticky_psm() -> SimConfig:
     """The simulated PSM with static friction on joints 1-3 and the dVRK's PID gains there (module docstring)."""
     config = load_sim_config("psm")
-    gains = dataclasses.replace(config.gains, **{k: config.gains.__dict__[k].copy() for k in DVRK_PID})
+    gains = dataclasses.replace(config.gains, **{k: getattr(config.gains, k).copy() for k in DVRK_PID})
     for key, values in DVRK_PID.items():
         getattr(gains, key)[:3] = values
     return dataclasses.replace(config, coulomb_velocity=STICKY, gains=gains)

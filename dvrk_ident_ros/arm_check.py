@@ -17,6 +17,7 @@ import numpy as np
 from dvrk_ident_ros.arm_samples import ArmSamples, SampleKind
 from dvrk_ident_ros.arm_state import OperatingStatus, stamp_is_valid
 from dvrk_ident_ros.arms import arm_spec, canonical_arm
+from dvrk_ident_ros.state_rate import rate_from_stamps
 
 #: Hz: a state rate below this is reported (the bridge's default is 100 Hz, ``dvrk_system -p 0.01``)
 LOW_RATE = 50.0
@@ -144,10 +145,10 @@ class ArmObservation:
             parts.append(f"{s.malformed} rejected ({s.last_malformed}; expected {s.joints} finite positions"
                          + (": is a tool engaged?)" if s.jaw is not None else ")"))
         rate = ""
-        if len(self.fresh_stamps) >= 3:
-            period = float(np.median(np.diff(self.fresh_stamps)))
-            rate = f", {1.0 / period:.1f} Hz by its stamps" if period > 0 else ""
-            if period > 0 and 1.0 / period < LOW_RATE:
+        hz = rate_from_stamps(np.asarray(self.fresh_stamps)) if len(self.fresh_stamps) >= 3 else None
+        if hz is not None:
+            rate = f", {hz:.1f} Hz by its stamps"
+            if hz < LOW_RATE:
                 rate += f" (below {LOW_RATE:g} Hz: the bridge's default is 100 Hz)"
         names = f"; joints {', '.join(self.names)}" if self.names else ""
         return f"measured_js: {heard} samples in {duration:.1f} s: {', '.join(parts)}{rate}{names}"

@@ -224,15 +224,6 @@ def _reach(client, goal: np.ndarray, attempts: int = 3, timeout: float = 15.0) -
     return False
 
 
-def _drift(reference, start_q: np.ndarray, end_q: np.ndarray) -> tuple[float, float]:
-    """Tip motion between two poses: mm, deg."""
-    from dvrk_ident_ros.sim.experiments import tip_pose
-
-    start, end = tip_pose(reference, start_q), tip_pose(reference, end_q)
-    cos = np.clip((np.trace(start[:3, :3].T @ end[:3, :3]) - 1) / 2, -1, 1)
-    return float(1e3 * np.linalg.norm(end[:3, 3] - start[:3, 3])), float(np.degrees(np.arccos(cos)))
-
-
 def _hold_with_node(arm: str, parameter_file: Path, goals: np.ndarray, reference, logs: Path,
                     env: dict) -> tuple[np.ndarray, np.ndarray]:
     """The gravity_compensation node with ``parameter_file`` holding the simulated ``arm`` at each of ``goals``
@@ -242,6 +233,7 @@ def _hold_with_node(arm: str, parameter_file: Path, goals: np.ndarray, reference
     from dvrk_ident_ros.arms import arm_spec
     from dvrk_ident_ros.errors import DvrkIdentError
     from dvrk_ident_ros.nodes.clients import ArmClient
+    from dvrk_ident_ros.sim.experiments import tip_drift
 
     n = arm_spec(arm).arm_joints  # on measured_js and move_jp: all but a PSM's jaw
 
@@ -290,8 +282,8 @@ def _hold_with_node(arm: str, parameter_file: Path, goals: np.ndarray, reference
                 t_end = t0 + 2.0
                 wait_for(lambda end=t_end: client.recorded_until() >= end, 60.0, "2 s of simulated time")
             client.recording = False
-            mm, deg = _drift(reference, with_jaw(goal, client.position_at(t0)),
-                             with_jaw(goal, client.position_at(t_end)))
+            mm, deg = tip_drift(reference, with_jaw(goal, client.position_at(t0)),
+                                with_jaw(goal, client.position_at(t_end)))
             drift_mm.append(mm)
             drift_deg.append(deg)
     return np.array(drift_mm), np.array(drift_deg)

@@ -178,6 +178,13 @@ def tip_pose(arm: SimulatedArm, q_dvrk: np.ndarray) -> np.ndarray:
     return arm.model.forward_kinematics(arm.model.motor_from_dvrk(q_dvrk)[None])[0, -1]
 
 
+def tip_drift(arm: SimulatedArm, q_start: np.ndarray, q_end: np.ndarray) -> tuple[float, float]:
+    """How far the tip moved between two poses (dVRK joint space): mm, and the rotation's angle in deg."""
+    start, end = tip_pose(arm, q_start), tip_pose(arm, q_end)
+    cos = np.clip((np.trace(start[:3, :3].T @ end[:3, :3]) - 1) / 2, -1.0, 1.0)
+    return float(1e3 * np.linalg.norm(end[:3, 3] - start[:3, 3])), float(np.degrees(np.arccos(cos)))
+
+
 def drift_test(arm: SimulatedArm, law, poses: np.ndarray, hold_time: float = 2.0, state_rate: float = 1000.0,
                settle: float = 1.0) -> DriftResult:
     """Bring the arm to each pose (PID + the dVRK's own compensation), then hold it with ``law`` alone.
@@ -198,7 +205,7 @@ def drift_test(arm: SimulatedArm, law, poses: np.ndarray, hold_time: float = 2.0
                 arm.step()
             t += steps_per_sample * arm.dt
         arm.use_gravity_compensation(False)
-        start = tip_pose(arm, arm.q)
+        start = arm.q.copy()
         t = 0.0
         while t < hold_time:
             q, qd, _ = arm.measured()
@@ -206,9 +213,8 @@ def drift_test(arm: SimulatedArm, law, poses: np.ndarray, hold_time: float = 2.0
             for _ in range(steps_per_sample):
                 arm.step()
             t += steps_per_sample * arm.dt
-        end = tip_pose(arm, arm.q)
-        position.append(1e3 * np.linalg.norm(end[:3, 3] - start[:3, 3]))
-        cos = np.clip((np.trace(start[:3, :3].T @ end[:3, :3]) - 1) / 2, -1.0, 1.0)
-        rotation.append(np.degrees(np.arccos(cos)))
+        mm, deg = tip_drift(arm, start, arm.q)
+        position.append(mm)
+        rotation.append(deg)
         arm.hold()
     return DriftResult(np.array(position), np.array(rotation), np.asarray(poses))

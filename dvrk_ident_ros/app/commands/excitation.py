@@ -96,8 +96,6 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _holds(args: argparse.Namespace) -> int:
-    from dvrk_ident_ros.arms import arm_spec
-    from dvrk_ident_ros.model.arm_model import load_model
     from dvrk_ident_ros.safety import CommandChecker
 
     spec = arm_spec(args.arm)
@@ -108,8 +106,7 @@ def _holds(args: argparse.Namespace) -> int:
     save_grid(args.out, grid)
     count = len(grid["sweeps"][0]["poses"])
     print(f"{grid['arm']}: {count} static holds ({args.approach}; settle {args.settle:g} s, {args.samples} samples "
-          f"each) written "
-          f"to {args.out}; play it with the player and the recorder, then dvrk-ident gc refit")
+          f"each) written to {args.out}; play it with the player and the recorder, then dvrk-ident gc refit")
     return 0
 
 
@@ -159,7 +156,8 @@ def add_trajectory_commands(sub: argparse._SubParsersAction) -> None:
                         "random: every hold a random pose")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--fraction", type=float, default=0.9, help="central fraction of each joint's range")
-    p.add_argument("--settle", type=float, default=2.0, help="s at rest before sampling (the PID settling)")
-    p.add_argument("--samples", type=int, default=100, help="samples per pose (100 Hz: 1 s)")
+    p.add_argument("--settle", type=float, default=holds.DEFAULT_SETTLE,
+                   help="s at rest before sampling (the PID settling)")
+    p.add_argument("--samples", type=int, default=holds.DEFAULT_SAMPLES, help="samples per pose (100 Hz: 1 s)")
     p.add_argument("--out", required=True)
     p.set_defaults(handler=_holds)
