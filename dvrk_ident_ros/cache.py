@@ -43,6 +43,15 @@ def module_file(module: ModuleType) -> Path:
     return Path(module.__file__)
 
 
+def source_file(module_name: str) -> Path:
+    """The source file of a module, found without importing it (cache keys that hash a generator's source
+    must not load sympy on every start)."""
+    spec = importlib.util.find_spec(module_name)
+    if spec is None or spec.origin is None:
+        raise ImportError(f"{module_name}: source file not found")
+    return Path(spec.origin)
+
+
 def import_file(path: Path, name: str) -> ModuleType:
     """Import a generated module from its file."""
     spec = importlib.util.spec_from_file_location(name, path)

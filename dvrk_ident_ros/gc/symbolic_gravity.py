@@ -22,12 +22,17 @@ cache miss.
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-from dvrk_ident_ros.cache import cache_directory, import_file, writable_directory, write_text_atomically
+from dvrk_ident_ros.cache import (
+    cache_directory,
+    import_file,
+    source_file,
+    writable_directory,
+    write_text_atomically,
+)
 from dvrk_ident_ros.errors import DescriptionError
 
 if TYPE_CHECKING:
@@ -241,10 +246,7 @@ def cache_key() -> str:
     h = hashlib.sha256(_GENERATOR_VERSION.encode())
     h.update(_description_path().read_bytes())
     h.update(Path(__file__).read_bytes())
-    spec = importlib.util.find_spec("dvrk_ident_ros.model.symbolic")
-    if spec is None or spec.origin is None:
-        raise ImportError("dvrk_ident_ros.model.symbolic: source file not found")
-    h.update(Path(spec.origin).read_bytes())
+    h.update(source_file("dvrk_ident_ros.model.symbolic").read_bytes())
     return h.hexdigest()[:20]
 
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.linalg
 
 RANK_TOLERANCE = 1e-10
 _SMALL_COEFFICIENT = 1e-10
@@ -58,6 +57,8 @@ class BaseParameters:
 
 def compute_base_parameters(W: np.ndarray) -> BaseParameters:
     """From a stacked regressor W (rows x P) of random, exciting states."""
+    import scipy.linalg  # only on a model's build: not on every node's start
+
     _, R, piv = scipy.linalg.qr(W, mode="economic", pivoting=True)
     diag = np.abs(np.diag(R))
     ratio = diag / diag[0]

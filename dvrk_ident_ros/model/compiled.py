@@ -13,12 +13,16 @@ import os
 import shutil
 import subprocess
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-from sympy.printing.c import C99CodePrinter
 
-from dvrk_ident_ros.model import codegen, symbolic
 from dvrk_ident_ros.model.arm_model import ArmModel
+
+if TYPE_CHECKING:
+    from sympy.printing.c import C99CodePrinter
+
+    from dvrk_ident_ros.model.symbolic import Program
 
 _PROGRAMS = ("regressor", "inertia", "gravity", "known")
 _LIBRARY_VERSION = 5  # bump when _PROGRAMS, the C printer or _EULER_STEP change
@@ -82,13 +86,27 @@ int euler_step(const double *q, const double *qd, const double *tau, const doubl
 """
 
 
-class _Printer(C99CodePrinter):
-    def _print_Float(self, expr):  # noqa: N802 - sympy printer protocol
-        return repr(float(expr))
+def _c_source(model: ArmModel) -> str:
+    """The C source of the model's programs and the Euler step. sympy is imported here, on a cache miss only:
+    a process that finds the library in the cache starts without it."""
+    from sympy.printing.c import C99CodePrinter
+
+    from dvrk_ident_ros.model import symbolic
+
+    class Printer(C99CodePrinter):
+        def _print_Float(self, expr):  # noqa: N802 - sympy printer protocol
+            return repr(float(expr))
+
+    printer = Printer()
+    motors = tuple(m.name for m in model.description.motor_symbols)
+    programs = {p.name: p for p in symbolic.all_programs(model.description)}
+    source = "#include <math.h>\n\n" + "\n\n".join(_c_function(programs[n], motors, printer) for n in _PROGRAMS)
+    return source + f"\n\n#define N {model.dof}\n#define P {len(model.layout)}\n{_EULER_STEP}"
 
 
-def _c_function(program: symbolic.Program, motor_names: tuple[str, ...]) -> str:
-    printer = _Printer()
+def _c_function(program: Program, motor_names: tuple[str, ...], printer: C99CodePrinter) -> str:
+    from dvrk_ident_ros.model import codegen
+
     keys, replacements, reduced, body = codegen.reduce_program(program)
     shape = program.output_shape
     lines = [f"void {program.name}(const double *q, const double *qd, const double *qdd, double *out) {{"]
@@ -208,10 +226,7 @@ def load_compiled(model: ArmModel) -> CompiledModel | None:
     key = model.build.cache_key
     library_path = directory / f"{model.description.arm}_{key}_c{_LIBRARY_VERSION}.so"
     if not library_path.is_file():
-        motors = tuple(m.name for m in model.description.motor_symbols)
-        programs = {p.name: p for p in symbolic.all_programs(model.description)}
-        source = "#include <math.h>\n\n" + "\n\n".join(_c_function(programs[n], motors) for n in _PROGRAMS)
-        source += f"\n\n#define N {model.dof}\n#define P {len(model.layout)}\n{_EULER_STEP}"
+        source = _c_source(model)
         # each process its own source and library files (two processes may build the same model at once)
         c_path = directory / f"{model.description.arm}_{key}_c{_LIBRARY_VERSION}.tmp{os.getpid()}.c"
         c_path.write_text(source)
