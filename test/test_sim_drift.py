@@ -86,3 +86,33 @@ def test_the_psm_model_compensation_holds_the_simulated_psm():
     print(f"true model: {held.summary()}; no compensation: {fallen.summary()}")
     assert held.position_mm.max() < 0.5 and held.rotation_deg.max() < 0.5
     assert fallen.position_mm.mean() > 5.0
+
+
+def test_a_pose_where_the_arm_faults_is_counted_and_the_test_goes_on():
+    """A fault (here injected while the arm approaches the second pose) ends that pose; the arm is enabled and
+    homed again, as a person at the console does, and the other poses are held as before."""
+    from dvrk_ident_ros.gc.model_law import ModelCompensation
+
+    config = load_sim_config("psm")
+    arm = SimulatedArm(config, "PSM1", seed=1)
+    law = ModelCompensation(config.model, config.delta, np.array(config.spec.compensation_torque_limit))
+
+    class FaultOnSecondPose:
+        held = injected = False
+
+        def observe(self, q):
+            if self.held and not self.injected:  # the second pose's approach
+                self.injected = True
+                arm.inject_fault("injected by the test")
+            law.observe(q)
+
+        def compute(self, q, qd, scale):
+            self.held = True
+            return law.compute(q, qd, scale)
+
+    goals = random_poses(arm, 3, np.random.default_rng(4), fraction=0.8)
+    result = drift_test(arm, FaultOnSecondPose(), goals)
+    print(result.summary())
+    assert result.faults == (1,) and "the arm faulted at 1 of them" in result.summary()
+    assert arm.ready and len(result.position_mm) == 3
+    assert result.position_mm[[0, 2]].max() < 0.5  # held before the fault and after the arm was homed again
