@@ -26,10 +26,10 @@ kinematics) and rotation (deg) over the 2 s, mean and max
   design of ``dvrk-ident trajectory holds`` (random poses; each pose from both
   sides); floor: the true parameters' compensation. Then the same on a PSM with
   static friction on joints 1-3 (Coulomb velocity 1e-4: stuck up to Fc + Fo
-  sign at rest) and the dVRK's own PSM PID on them (no integral term:
-  sawIntuitiveResearchKit share/pid/sawControllersPID-PSM.json): the holds
-  carry the friction the joints stuck with, and the same friction helps hold
-  the arm in the drift test.
+  sign at rest): the holds carry the friction the joints stuck with (the
+  simulated PSM's PID is the dVRK's, without an integral term, so the side a
+  joint came from decides much of that friction's sign), and the same friction
+  helps hold the arm in the drift test.
 
 ``DVRK_IDENT_BENCH_DRIFT_POSES`` (default 100) sets the number of poses,
 ``DVRK_IDENT_BENCH_DRIFT_ARMS`` (default "mtm,psm") the arms.
@@ -74,8 +74,6 @@ TRAVEL_WIDTHS = (0.02, 0.05)
 PSM_HOLDS = 32
 #: Static friction on the PSM's yaw, pitch and insertion (sim/physics.py: a Coulomb velocity of 1e-4)
 STICKY = {"1": 1e-4, "2": 1e-4, "3": 1e-4}
-#: The dVRK's PSM PID on joints 1-3 (sawControllersPID-PSM.json: p 120 120 6000, d 6 5 200, i 0)
-DVRK_PID = {"kp": (120.0, 120.0, 6000.0), "kd": (6.0, 5.0, 200.0), "ki": (0.0, 0.0, 0.0)}
 PSM_HOLD_SETTLE, PSM_HOLD_SAMPLES = 2.0, 100  # s after each move (the PID settling: 1 s left 0.9 mm); samples (100 Hz)
 GRID_VARIANTS = [(1, 1), (3, 1), (3, 2), (5, 1), (5, 2), (10, 1)]  # (pose stride, sweep stride) whose time is printed
 
@@ -186,12 +184,8 @@ def psm_compensations() -> tuple[object, object, str]:
 
 
 def sticky_psm() -> SimConfig:
-    """The simulated PSM with static friction on joints 1-3 and the dVRK's PID gains there (module docstring)."""
-    config = load_sim_config("psm")
-    gains = dataclasses.replace(config.gains, **{k: getattr(config.gains, k).copy() for k in DVRK_PID})
-    for key, values in DVRK_PID.items():
-        getattr(gains, key)[:3] = values
-    return dataclasses.replace(config, coulomb_velocity=STICKY, gains=gains)
+    """The simulated PSM with static friction on joints 1-3 (its PID is the dVRK's: no integral term)."""
+    return dataclasses.replace(load_sim_config("psm"), coulomb_velocity=STICKY)
 
 
 def psm_holds(config: SimConfig, approach: str, seed: int = 11):
@@ -237,7 +231,7 @@ def psm(poses: int) -> bool:
         _line(f"PSM1 {label}", drift_test(arm, law, goals), time.perf_counter() - start)
     sticky = sticky_psm()
     arm = SimulatedArm(sticky, "PSM1", seed=1)
-    print("  PSM with static friction on joints 1-3 and the dVRK's PID (no integral) on them:", flush=True)
+    print("  PSM with static friction on joints 1-3:", flush=True)
     laws = {f"refitted to {PSM_HOLDS} holds ({k})": v for k, v in psm_refits(identified, sticky, " (sticky)").items()}
     laws["floor: true parameters"] = true
     for label, law in laws.items():

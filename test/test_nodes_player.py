@@ -418,7 +418,9 @@ def test_a_tracking_abort_leaves_the_arm_at_rest_where_it_is(ros_env, rclpy_cont
     assert "stopped at the measured pose, velocity 0" in result.message, result.message
     last = bench.servo_jp[-1][1]  # (the ramp's first setpoints, before it, may be at rest too)
     assert np.all(np.asarray(last.velocity) == 0.0) and len(bench.servo_jp) == result.commands_sent
-    assert np.max(np.abs(np.asarray(last.position) - measured)) < 0.01  # the arm came to rest about there
+    # the arm came to rest about there: under that setpoint by the weight its PID carries without an integral
+    # term (the dVRK's PSM PID: about 12 mrad on the yaw)
+    assert np.max(np.abs(np.asarray(last.position) - measured)) < 0.02
     assert np.max(np.abs(speed)) < 0.01, speed
 
 

@@ -153,8 +153,8 @@ def test_psm_publishes_six_joints_and_the_jaw(ros_env, rclpy_context):
     assert list(a.setpoint[-1][1].name) == PSM_NAMES
     jaw_msg = jaw[-1][1]
     assert list(jaw_msg.name) == ["jaw"] and len(jaw_msg.position) == 1 and math.isfinite(jaw_msg.position[0])
-    home = _core_arm("PSM1").q  # config/sim/psm.yaml's home
-    assert np.max(np.abs(np.array(msg.position) - home[:6])) < 0.005 and abs(jaw_msg.position[0] - home[6]) < 0.05
+    home = _core_arm("PSM1").q  # config/sim/psm.yaml's home, less the sag of a PID without an integral term
+    assert np.max(np.abs(np.array(msg.position) - home[:6])) < 0.02 and abs(jaw_msg.position[0] - home[6]) < 0.05
     assert {_stamp(m) for _, m in jaw[:-5]} <= {_stamp(m) for _, m in a.measured}  # same samples
 
 

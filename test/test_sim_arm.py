@@ -11,6 +11,10 @@ from dvrk_ident_ros.sim.arm import SimulatedArm
 from dvrk_ident_ros.sim.config import load_sim_config
 from dvrk_ident_ros.sim.operating import ArmNotReadyError, OperatingMachine
 
+#: rad (m): how far the simulated PSM rests from its setpoint: the dVRK's PSM PID has no integral term, and the
+#: yaw carries about 1.4 N m at Kp 120 N m/rad (test_pid_holds_the_home_pose_sagging_as_the_dvrk_s_does)
+PID_SAG = 0.02
+
 
 @pytest.fixture(scope="module")
 def mtm_config():
@@ -33,10 +37,16 @@ def test_true_parameters_are_physically_consistent(mtm_config, psm_config):
         assert np.linalg.eigvalsh(M).min() > 1e-5  # the inertia floor: M is well conditioned for 1.5 kHz
 
 
-def test_pid_holds_the_home_pose(psm_config):
+def test_pid_holds_the_home_pose_sagging_as_the_dvrk_s_does(psm_config):
+    """The dVRK's PSM PID has no integral term: at rest the arm sags until Kp (q_ref - q) carries the static
+    torques (the true model's gravity, computed apart from the servo); the yaw sags most (about 12 mrad)."""
     arm = SimulatedArm(psm_config, noise=False)
     arm.advance(2.0)
-    assert np.max(np.abs(arm.q - psm_config.home)) < 0.01
+    sag = psm_config.home - arm.q
+    assert np.max(np.abs(sag)) < 0.02
+    held = psm_config.gains.kp * sag
+    assert np.allclose(held, arm.static_torque(arm.state.q), atol=2e-3), (held, arm.static_torque(arm.state.q))
+    assert np.max(np.abs(held)) > 0.5  # the PID carries the arm's weight, not a feed-forward
 
 
 def test_true_static_torques_through_servo_jf_keep_the_arm_still(psm_config):
@@ -68,7 +78,7 @@ def test_move_jp_reaches_the_goal_and_is_busy_meanwhile(psm_config):
     assert arm.busy
     arm.advance(duration / 2 + 1.0)
     assert not arm.busy
-    assert np.max(np.abs(arm.q - goal)) < 0.01
+    assert np.max(np.abs(arm.q - goal)) < PID_SAG
 
 
 @pytest.mark.parametrize("command", [
@@ -187,17 +197,17 @@ def test_homing_moves_home_busy_for_homing_time(psm_config):
     arm = SimulatedArm(psm_config, noise=False, initial_position=start, initial_state="DISABLED", homing_time=0.5)
     assert _status(arm) == ("DISABLED", False, False) and not arm.sample().valid
     arm.advance(0.2)
-    assert np.max(np.abs(arm.q - start)) < 5e-3  # a DISABLED arm holds where it is
+    assert np.max(np.abs(arm.q - start)) < PID_SAG  # a DISABLED arm holds where it is
     arm.state_command("home")
     assert _status(arm) == ("ENABLED", False, True)
     arm.advance(0.25)
-    assert 0.2 < np.abs(arm.q[0] - start[0]) / 0.05 < 0.8  # on its way home
+    assert 0.2 < np.abs(arm.q[3] - start[3]) / 0.05 < 0.8  # on its way home (the roll: it carries no weight)
     arm.advance(0.23)
     assert _status(arm) == ("ENABLED", False, True) and not arm.sample().valid
     arm.advance(0.04)
     assert _status(arm) == ("ENABLED", True, False) and arm.sample().valid and arm.ready
     arm.advance(0.5)
-    assert np.max(np.abs(arm.q - psm_config.home)) < 5e-3
+    assert np.max(np.abs(arm.q - psm_config.home)) < PID_SAG
     assert arm.pop_goal_events() == []  # homing is not a move_jp
 
 
@@ -432,7 +442,7 @@ def test_a_psm_jaw_move_joins_the_arms_move_as_the_dvrks_jaw_move_jp(psm_config)
         for _ in range(round(4.0 / arm.dt)):
             arm.step()
         assert arm.pop_goal_events() == [True]
-        assert np.abs(arm.q_ref - pose).max() < 1e-12 and np.abs(arm.q - pose).max() < 5e-3
+        assert np.abs(arm.q_ref - pose).max() < 1e-12 and np.abs(arm.q - pose).max() < PID_SAG
     # the third pose's wrist yaw with the second pose's jaw is outside the blades' coupled limits
     clipped = arm.checker.clamp_position(np.append(poses[2][:6], poses[1][6]))
     assert np.abs(clipped[:6] - poses[2][:6]).max() > 0.01
