@@ -7,6 +7,7 @@ A test that needs a ready arm starts it with ``initial_state:=HOMED`` (the node'
 from __future__ import annotations
 
 import math
+import re
 import sys
 import time
 
@@ -135,6 +136,14 @@ def test_mtml_publishes_at_the_configured_rate_with_the_dvrk_names(ros_env, rclp
     assert a.setpoint and list(a.setpoint[-1][1].name) == MTM_NAMES
     assert a.state() == ("ENABLED", True, False), a.states
     assert all(_stamp(m) > 0 for _, m in a.measured), "a ready arm published a stamp-0 sample"
+    # as the bridge, a joint state topic only while someone subscribes: this test subscribes to two of them
+    out = output_of(proc)
+    line = re.search(r"state samples published \(only while subscribed\): (.*)", out)
+    assert line, out
+    published = {topic: int(n) for topic, n in re.findall(r"([\w/]+) (\d+)", line.group(1))}
+    print(f"published: {published}")
+    assert published["measured_js"] >= len(a.measured) and published["setpoint_js"] > 0, published
+    assert published["gravity_compensation/setpoint_js"] == published["gripper/measured_js"] == 0, published
 
 
 @pytest.mark.ros

@@ -5,8 +5,9 @@ at start and on every change), ``/<ARM>/goal_reached`` (std_msgs/Bool,
 transient_local: true when a move_jp ended, false when it was cut short),
 ``/<ARM>/measured_js`` and ``setpoint_js`` (plus ``jaw/...`` for a PSM,
 ``gripper/measured_js`` for an MTM) and ``/<ARM>/gravity_compensation/setpoint_js``
-(the built-in compensation's torques in ``effort``, zeros while it is off).
-While the arm is not ENABLED and homed (``initial_state``, default DISABLED
+(the built-in compensation's torques in ``effort``, zeros while it is off);
+as the bridge does, a joint state topic is published only while someone
+subscribes to it. While the arm is not ENABLED and homed (``initial_state``, default DISABLED
 like a freshly started console) the joint states are all zeros with
 ``header.stamp`` 0, the bridge's mark of invalid data. An MTM says homed,
 busy, during its homing move, its data valid (as the dVRK's MTM does).
@@ -240,6 +241,7 @@ class SimulatedArmNode(Node):
         self._stamp_origin = SIM_EPOCH  # stamp (s) of simulated time 0: SIM_EPOCH on /clock, wall time else
         self._sim_time = 0.0  # simulated time of the last state published
         self.publish_failures = 0  # state samples the middleware refused
+        self.samples_published = {topic: 0 for topic in self._pub}  # per topic: only while someone subscribes
         with self._lock:
             self._publish_events()
         self.get_logger().info(
@@ -402,9 +404,13 @@ class SimulatedArmNode(Node):
         names = self.names[:n]
 
         def joint_state(topic: str, joint_names, position, velocity, effort, at: Time = valid_stamp) -> None:
+            publisher = self._pub[topic]
+            if publisher.get_subscription_count() == 0:  # the bridge publishes a periodic topic only while
+                return  # someone subscribes to it
             msg = fill_joint_state(JointState(), at, joint_names, position, velocity, effort)
             try:
-                self._pub[topic].publish(msg)
+                publisher.publish(msg)
+                self.samples_published[topic] += 1
             except Exception as exc:  # noqa: BLE001 - the middleware refused one sample: the arm runs on
                 # (seen with Fast DDS at 1 kHz on a loaded machine: "cannot publish data")
                 self.publish_failures += 1
@@ -540,13 +546,15 @@ class SimulatedArmNode(Node):
                     throttle_duration_sec=BEHIND_EVERY)
 
     def close(self) -> None:
-        """The final log line: how the simulated time kept up."""
+        """The final log lines: how the simulated time kept up; the state samples published on each topic."""
         if self.publish_clock:
             self.get_logger().info(
                 f"{self.arm}: {self._sim_time:.1f} s simulated, /clock at {self.clock_rate:g} Hz; "
                 f"{self._pacer.slips} slips, {self._pacer.slipped:.3f} s of wall time not replayed")
         else:
             self.get_logger().info(f"{self.arm}: {self._schedule.summary()}{self._servo_summary()}")
+        self.get_logger().info(f"{self.arm}: state samples published (only while subscribed): "
+                               + ", ".join(f"{topic} {count}" for topic, count in self.samples_published.items()))
 
     def _servo_summary(self) -> str:
         """How late after their stamps the streamed setpoints were obeyed (the delivery and scheduling delay)."""
