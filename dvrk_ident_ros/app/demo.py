@@ -340,7 +340,7 @@ def _psm_gravity_stage(result_file: Path, out: Path, logs: Path, env: dict, hold
     drift_mm, drift_deg = _hold_with_node(PSM, refit.result_file, goals, reference, logs, env)
     print(f"[{PSM}] gravity_compensation node with the refitted model holding the simulated arm, {len(drift_mm)} "
           f"random poses x 2 s: tip drift mean {np.mean(drift_mm):.2f} mm (max {np.max(drift_mm):.2f}), "
-          f"{np.mean(drift_deg):.2f} deg (max {np.max(drift_deg):.2f}) (the identified model alone: 129 mm, "
+          f"{np.mean(drift_deg):.2f} deg (max {np.max(drift_deg):.2f}) (the identified model alone: 124 mm, "
           "python -m bench drift)")
 
 
