@@ -9,11 +9,12 @@ timing (tick interval median and p99, missed periods, stalls with the time the t
 per arm and rate, the simulated arm's own figures (state periods caught up late, stalls) and the worst
 error per joint over the runs against the tracking limits of config/<arm>.yaml.
 
-DVRK_IDENT_BENCH_PLAYBACK_RUNS (default 3) and DVRK_IDENT_BENCH_PLAYBACK_RATES (default "100,1000")
-shorten it; DVRK_IDENT_BENCH_PLAYBACK_LIMIT_SCALE (e.g. 3) plays with the tracking limits that many times
-those of config/<arm>.yaml, to measure the tracking without the limit cutting a run short (how the
-limits' margins were set). Each arm starts at its home pose: the first run's ramp to the trajectory's start is long
-(about 70 s on the MTM at the default 0.2 rad/s); the whole bench takes about 10 minutes.
+DVRK_IDENT_BENCH_PLAYBACK_RUNS (default 3), DVRK_IDENT_BENCH_PLAYBACK_RATES (default "100,1000") and
+DVRK_IDENT_BENCH_PLAYBACK_ARMS (default "MTML,PSM1") shorten it; DVRK_IDENT_BENCH_PLAYBACK_LIMIT_SCALE
+(e.g. 3) plays with the tracking limits that many times those of config/<arm>.yaml, to measure the
+tracking without the limit cutting a run short (how the limits' margins were set). Each arm starts at its
+home pose: the first run's ramp to the trajectory's start is long (about 70 s on the MTM at the default
+0.2 rad/s); the whole bench takes about 10 minutes.
 """
 from __future__ import annotations
 
@@ -120,6 +121,8 @@ def _arm_rate(arm: str, family: str, rate: float, runs: int, logs: Path, env: di
 def run() -> bool:
     runs = int(os.environ.get("DVRK_IDENT_BENCH_PLAYBACK_RUNS", "3"))
     rates = [float(x) for x in os.environ.get("DVRK_IDENT_BENCH_PLAYBACK_RATES", "100,1000").split(",")]
+    wanted = os.environ.get("DVRK_IDENT_BENCH_PLAYBACK_ARMS", "MTML,PSM1").upper().split(",")
+    arms = [(arm, family) for arm, family in ARMS if arm in wanted]
     env = ros_environment(79)
     busy = _busy()
     print(f"  wall-clock simulated arms (no /clock), {runs} runs in a row per arm and rate, the player with its "
@@ -129,7 +132,7 @@ def run() -> bool:
     print(f"  node logs in {logs}", flush=True)
     try:
         for rate in rates:
-            for arm, family in ARMS:
+            for arm, family in arms:
                 ok &= _arm_rate(arm, family, rate, runs, logs / f"{arm}_{int(rate)}", env)
     finally:
         busy.kill()

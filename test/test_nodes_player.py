@@ -645,7 +645,8 @@ def test_tracking_limits_per_joint_in_the_joints_units():
     psm, mtm = load_description("psm"), load_description("mtm")
     names = list(psm.dvrk_joint_names)
     assert len(psm.tracking_error) == 7 and len(mtm.tracking_error) == 7
-    assert psm.tracking_error[names.index("insertion")] <= 0.03  # metres, not the 0.15 of a revolute joint
+    # metres, under the dVRK's own tracking fault (0.05 m), not the 0.15-0.4 of a revolute joint
+    assert psm.tracking_error[names.index("insertion")] < 0.05
     limits = tracking_limits([], psm.tracking_error, names, "psm.yaml")
     assert limits.tolist() == list(psm.tracking_error)
     given = [0.3, 0.3, 0.04, 0.3, 0.3, 0.3, 0.3]
@@ -661,8 +662,8 @@ def test_tracking_limits_per_joint_in_the_joints_units():
     monitor = TrackingMonitor(names, limits)
     setpoint = np.array([0.0, 0.0, 0.12, 0.0, 0.0, 0.0, 0.5])
     monitor.check(setpoint + np.array([0.1, -0.1, 0.01, 0.1, 0.1, 0.1, 0.1]), setpoint)  # inside every limit
-    with pytest.raises(SafetyError, match=r"tracking error on insertion: 0\.0300 above 0\.0200"):
-        monitor.check(setpoint + np.array([0.01, 0.0, 0.03, 0.0, 0.0, 0.0, 0.0]), setpoint)  # 3 cm of insertion
+    with pytest.raises(SafetyError, match=r"tracking error on insertion: 0\.0450 above 0\.0400"):
+        monitor.check(setpoint + np.array([0.01, 0.0, 0.045, 0.0, 0.0, 0.0, 0.0]), setpoint)  # 4.5 cm of insertion
 
 
 def test_stream_clock_follows_the_clock_and_holds_the_trajectory_through_a_stall():
