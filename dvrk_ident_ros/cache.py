@@ -36,13 +36,6 @@ def write_text_atomically(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def module_file(module: ModuleType) -> Path:
-    """The file a module was imported from (for the cache keys)."""
-    if module.__file__ is None:
-        raise ImportError(f"{module.__name__}: imported from no file")
-    return Path(module.__file__)
-
-
 def source_file(module_name: str) -> Path:
     """The source file of a module, found without importing it (cache keys that hash a generator's source
     must not load sympy on every start)."""

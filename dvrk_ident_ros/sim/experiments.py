@@ -142,17 +142,23 @@ def static_holds(arm: SimulatedArm, poses: np.ndarray, settle: float = 1.0, samp
 
 @dataclass
 class DriftResult:
-    position_mm: np.ndarray  # per pose (the drift until the fault for a pose where the arm faulted)
+    """Per pose: the tip's drift over the hold (a pose whose hold ended in a fault: the drift until the hold's
+    end; a pose whose approach faulted was not held: NaN, left out of the statistics)."""
+
+    position_mm: np.ndarray
     rotation_deg: np.ndarray
     poses: np.ndarray
     faults: tuple[int, ...] = ()  # the poses where the arm faulted (then enabled and homed again)
 
     def summary(self) -> str:
-        text = (f"{len(self.poses)} poses: tip drift mean {self.position_mm.mean():.2f} mm "
-                f"(median {np.median(self.position_mm):.2f}, max {self.position_mm.max():.2f}), rotation mean "
-                f"{self.rotation_deg.mean():.2f} deg (median {np.median(self.rotation_deg):.2f}, "
-                f"max {self.rotation_deg.max():.2f})")
-        return text + (f"; the arm faulted at {len(self.faults)} of them" if self.faults else "")
+        held = ~np.isnan(self.position_mm)
+        if not held.any():
+            return f"{len(self.poses)} poses, none held: the arm faulted at {len(self.faults)} of them"
+        p, r = self.position_mm[held], self.rotation_deg[held]
+        text = (f"{len(self.poses)} poses: tip drift mean {p.mean():.2f} mm (median {np.median(p):.2f}, max "
+                f"{p.max():.2f}), rotation mean {r.mean():.2f} deg (median {np.median(r):.2f}, max {r.max():.2f})")
+        return text + (f"; the arm faulted at {len(self.faults)} of them ({int((~held).sum())} not held)"
+                       if self.faults else "")
 
 
 def random_poses(arm: SimulatedArm, count: int, rng: np.random.Generator, fraction: float = 0.6,
@@ -188,6 +194,10 @@ def tip_drift(arm: SimulatedArm, q_start: np.ndarray, q_end: np.ndarray) -> tupl
     return float(1e3 * np.linalg.norm(end[:3, 3] - start[:3, 3])), float(np.degrees(np.arccos(cos)))
 
 
+#: s of position hold after each pose's drift, so that a fault the hold trips is counted for that pose
+HOLD_CHECK = 0.2
+
+
 def drift_test(arm: SimulatedArm, law, poses: np.ndarray, hold_time: float = 2.0, state_rate: float = 1000.0,
                settle: float = 1.0) -> DriftResult:
     """Bring the arm to each pose (PID + the dVRK's own compensation), then hold it with ``law`` alone.
@@ -218,11 +228,13 @@ def drift_test(arm: SimulatedArm, law, poses: np.ndarray, hold_time: float = 2.0
             for _ in range(steps_per_sample):
                 arm.step()
             t += steps_per_sample * arm.dt
-        mm, deg = tip_drift(arm, start, arm.q)
+        approached = arm.ready  # else it faulted on the way: the pose is not held, not measured
+        mm, deg = tip_drift(arm, start, arm.q) if approached else (np.nan, np.nan)
         position.append(mm)
         rotation.append(deg)
         if arm.ready:
-            arm.hold()  # the dVRK PID's tracking check can fault an arm that falls fast here
+            arm.hold()  # an arm still falling fast can trip the PID's tracking check in the next steps:
+            arm.advance(HOLD_CHECK)  # that fault is this pose's
         if not arm.ready:
             faults.append(index)
     return DriftResult(np.array(position), np.array(rotation), np.asarray(poses), tuple(faults))
