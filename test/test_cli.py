@@ -4,9 +4,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -75,12 +75,15 @@ def test_node_help_prints_its_parameters_without_starting_ros(node: str):
 
     env = {k: v for k, v in os.environ.items() if k != "ROS_DOMAIN_ID"}
     env["ROS_DOMAIN_ID"] = "not a number"  # rcl would refuse it: --help must not get that far
-    start = time.monotonic()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     proc = subprocess.run([sys.executable, "-m", f"dvrk_ident_ros.nodes.{node}", "--help"], cwd=REPO_ROOT, env=env,
                           capture_output=True, text=True, timeout=60)
-    elapsed = time.monotonic() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert elapsed < 15.0
+    # "at once": the CPU time the process took (its imports, about 1.5 s here; building a model would take 5 s
+    # or more), not the wall time, which a machine running the node tests beside this idle-priority run stretches
+    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    assert cpu < 5.0, cpu
     assert proc.stdout.startswith(f"usage: ros2 run dvrk_ident {node} ")
     assert module_purpose(f"dvrk_ident_ros.nodes.{node}") in proc.stdout
     for parameter in schema_of(node):
