@@ -12,10 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 
 from dvrk_ident_ros.errors import DataError, DescriptionError
-from dvrk_ident_ros.files import YAML_LOADER
+from dvrk_ident_ros.files import read_document
 from dvrk_ident_ros.model.description import config_directory
 
 SIDES = ("MTML", "MTMR")
@@ -33,10 +32,7 @@ def _values(lo: float, hi: float, step: float) -> np.ndarray:
 
 def load_grid_spec(path: Path | None = None) -> dict:
     path = path or config_directory() / "mtm_gc_grid.yaml"
-    try:
-        spec = yaml.load(Path(path).read_text(), Loader=YAML_LOADER)
-    except (OSError, yaml.YAMLError) as exc:
-        raise DescriptionError(f"{path}: cannot read the grid specification: {exc}") from exc
+    spec = read_document(path, DescriptionError)  # unreadable or not YAML: one line naming the file
     if not isinstance(spec, dict) or "joints" not in spec:
         raise DescriptionError(f"{path}: missing field 'joints'")
     return spec
