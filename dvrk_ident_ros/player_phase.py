@@ -26,6 +26,8 @@ class PlayerPhase(IntEnum):
 
 #: The phases whose samples are data.
 DATA_PHASES = frozenset({PlayerPhase.PLAYING, PlayerPhase.SAMPLING})
+#: The phases in which the player moves the arm (or holds it where it moved it).
+MOTION_PHASES = DATA_PHASES | {PlayerPhase.RAMP_IN, PlayerPhase.MOVING, PlayerPhase.SETTLING}
 
 
 def phase_name(phase: int | None) -> str:

@@ -297,6 +297,11 @@ def test_recording_outcomes_follow_the_arms_player():
     assert retried.kind == "complete" and retried.reason.endswith("; 1 run(s) aborted")
     stopped = outcome(["RAMP_IN", "PLAYING", "PLAYING"])
     assert (stopped.kind, stopped.suffix) == ("incomplete", "-INCOMPLETE") and "last phase PLAYING" in stopped.reason
+    paused = outcome(["IDLE", "RAMP_IN", "RAMP_IN", "ABORTED"])  # the arm paused during the ramp-in: it moved
+    assert (paused.kind, paused.suffix, paused.keep) == ("failed", "-FAILED", True)
+    assert "aborted, before any data (during RAMP_IN)" in paused.reason
+    assert outcome(["MOVING", "SETTLING", "ABORTED"]).kind == "failed"  # a grid stopped before its first sample
+    assert outcome(["RAMP_IN"]).kind == "incomplete"  # the recording stopped during the ramp-in
     refused = outcome(["ABORTED"])  # refused before any motion (the arm never ready)
     assert (refused.kind, refused.keep) == ("empty", False) and "its last status ABORTED" in refused.reason
     never = outcome([])  # exited on a missing file before any status
@@ -441,6 +446,62 @@ def test_node_records_every_message_and_finalises_on_sigint(ros_env, rclpy_conte
     assert offered["/PSM1/operating_state"][0]["durability"] == "transient_local"
     assert offered[MEASURED][0]["durability"] == "volatile"
     assert statuses[-1].outcome == ""  # while recording
+
+
+@pytest.mark.ros
+def test_node_on_sim_time_writes_one_clock(ros_env, rclpy_context, tmp_path):
+    """On sim time (collect.launch.py sim:=true), the arm's latched operating state reaches the recorder
+    before the first /clock: it is written at that clock's time, not the wall clock's (a bag of 57 years)."""
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+    from rosgraph_msgs.msg import Clock
+    from sensor_msgs.msg import JointState
+
+    from dvrk_ident_ros.nodes.common import EVENT_QOS, STATE_QOS, crtk_messages
+
+    crtk = crtk_messages()
+    if crtk is None:
+        pytest.skip("crtk_msgs is not installed (make setup builds its stand-in)")
+    node = rclpy.create_node("recorder_clock_test", context=rclpy_context)
+    executor = SingleThreadedExecutor(context=rclpy_context)
+    executor.add_node(node)
+    arm_state = node.create_publisher(crtk.OperatingState, "/PSM1/operating_state", EVENT_QOS)
+    arm_state.publish(crtk.OperatingState(state="ENABLED", is_homed=True, is_busy=False))
+    measured = node.create_publisher(JointState, MEASURED, STATE_QOS)
+    clock = node.create_publisher(Clock, "/clock", 10)
+    bag_path = tmp_path / "bag"
+    with running(_recorder(bag_path, "use_sim_time:=true"), ros_env) as proc:
+        deadline = time.monotonic() + 20.0
+        while (measured.get_subscription_count() < 1 or clock.get_subscription_count() < 1) \
+                and time.monotonic() < deadline and proc.poll() is None:
+            executor.spin_once(timeout_sec=0.05)
+        assert measured.get_subscription_count() == 1, output_of(proc)
+        time.sleep(1.0)  # the latched state is delivered; no /clock yet
+        msg = JointState(name=[f"j{i}" for i in range(6)], position=[0.0] * 6, velocity=[0.0] * 6, effort=[0.0] * 6)
+        for k in range(50):
+            t = 5.0 + k * 0.01
+            clock.publish(Clock(clock=rclpy.time.Time(nanoseconds=round(t * 1e9)).to_msg()))
+            msg.header.stamp = rclpy.time.Time(nanoseconds=round(t * 1e9)).to_msg()
+            time.sleep(0.005)
+            measured.publish(msg)
+            time.sleep(0.005)
+        time.sleep(0.5)
+    node.destroy_node()
+    out = output_of(proc)
+    assert proc.returncode == 0, out
+    from rosbags.rosbag2 import Reader
+
+    with Reader(bag_path) as reader:
+        stamps = {c.topic: [] for c in reader.connections}
+        for c, stamp, _ in reader.messages():
+            stamps[c.topic].append(stamp * 1e-9)
+    counts = {topic: len(v) for topic, v in stamps.items()}
+    assert counts["/PSM1/operating_state"] == 1 and counts[MEASURED] >= 40, counts
+    every = [t for ts in stamps.values() for t in ts]
+    assert 5.0 <= min(every) and max(every) < 5.6, (min(every), max(every))
+    assert stamps["/PSM1/operating_state"][0] <= min(stamps[MEASURED])  # written first, at the first clock
+    info = yaml.safe_load((bag_path / "metadata.yaml").read_text())["rosbag2_bagfile_information"]
+    assert info["duration"]["nanoseconds"] < 1e9, info["duration"]
 
 
 @pytest.mark.ros
@@ -592,7 +653,7 @@ def test_node_removes_a_bag_without_its_player_and_names_a_failed_one(ros_env, r
     node.destroy_node()
     out_mtml, out_psm = output_of(mtml), output_of(psm)
     assert mtml.returncode == 0 and psm.returncode == 0, out_mtml + out_psm
-    assert "bag empty: the MTML player never played (no status from it): no data inside a playing window; " \
+    assert "bag empty: the MTML player never moved the arm (no status from it): nothing in the bag is a run; " \
            f"removed {mtml_bag}" in out_mtml, out_mtml
     assert not mtml_bag.exists() and f"closed {mtml_bag}: /MTML/measured_js 120" in out_mtml, out_mtml
     failed = tmp_path / "psm-FAILED"

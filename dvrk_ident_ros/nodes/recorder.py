@@ -22,9 +22,10 @@ ROS distribution are in the bag's metadata, as ``ros2 bag record`` writes them.
 When the bag closes, its outcome (:func:`~dvrk_ident_ros.data.recording.recording_outcome`)
 follows the arm's player: complete (kept as named); the player aborted (renamed
 ``<bag>-FAILED``); stopped while it was still running (``<bag>-INCOMPLETE``);
-with ``expect_player`` and the player never played (it exited on a missing
-file, the arm was never ready), the bag holds no data inside a playing window
-and is removed. Without ``expect_player`` and without any player status the bag
+with ``expect_player`` and the player never moved the arm (it exited on a
+missing file, the arm was never ready), the bag holds no run and is removed; a
+run that moved the arm and aborted before its data (paused during its ramp-in)
+is kept as failed. Without ``expect_player`` and without any player status the bag
 is kept as it is (the recorder alone, e.g. teleoperation). The outcome is in
 the exit log line, the last status (``outcome``) and the metadata's custom_data
 (``dvrk_ident.outcome``, ``dvrk_ident.outcome_reason``).
@@ -139,6 +140,7 @@ class Recorder(Node):
             classes[OPERATING_STATE] = crtk.OperatingState
             self._state_class = crtk.OperatingState
         self._ros_clock = self.get_clock()
+        self._before_clock: list[tuple[str, bytes]] = []  # sim time: received before the first /clock
         self._requested_qos = {}
         for topic, msgtype in topics.items():  # before the bag exists: a bad topic name leaves no directory
             qos = EVENT_QOS if msgtype == OPERATING_STATE else STATUS_QOS if msgtype == PLAYER_STATUS else STATE_QOS
@@ -197,8 +199,21 @@ class Recorder(Node):
         return guarded(self, topic, on_message)
 
     def _write(self, topic: str, data: bytes) -> None:
-        stamp = self._ros_clock.now().nanoseconds or time.time_ns()
+        """Writes at the node's clock. With sim time, messages that arrive before the first /clock (the
+        arm's latched operating_state) wait for it and are written at its time, so one bag has one clock."""
+        stamp = self._ros_clock.now().nanoseconds
+        if not stamp:
+            self._before_clock.append((topic, data))
+            return
+        if self._before_clock:
+            self._write_waiting(stamp)
         self.bag.write(topic, data, stamp)  # signals only set a flag (common.run): never cut mid-write
+
+    def _write_waiting(self, stamp: int) -> None:
+        """The messages that arrived before the clock started, at ``stamp``."""
+        waiting, self._before_clock = self._before_clock, []
+        for topic, data in waiting:
+            self.bag.write(topic, data, stamp)
 
     def _log_state(self, data: bytes) -> None:
         """One log line per change of the arm's operating state (a few messages per session)."""
@@ -244,6 +259,10 @@ class Recorder(Node):
             return
         self._timer.cancel()
         bag = self._bag
+        if self._before_clock:  # sim time and no /clock ever came: the bag's only clock is the wall clock
+            self.get_logger().warning(f"no /clock received (use_sim_time): {len(self._before_clock)} message(s) "
+                                      "written at the wall clock's time")
+            self._write_waiting(time.time_ns())
         outcome = recording_outcome(self._player, self._expect_player, self._arm)
         try:
             bag.close({"dvrk_ident.outcome": outcome.kind, "dvrk_ident.outcome_reason": outcome.reason})

@@ -12,7 +12,7 @@ SCHEMA = NodeSchema("recorder", (
     Parameter("bag_path", Kind.STRING, "", 'Bag directory to write; "" = a time-stamped name inside output_directory'),
     Parameter("record_setpoint", Kind.BOOL, True, "Record /<arm>/setpoint_js as well as measured_js"),
     Parameter("expect_player", Kind.BOOL, False,
-              "A player was started for this recording: a bag in which it never played is removed at exit"),
+              "A player was started for this recording: a bag in which it never moved the arm is removed at exit"),
     Parameter("gap_threshold", Kind.DOUBLE, 0.0,
               "A gap between two measured_js samples longer than this is reported; 0 = 2.5 x the median period",
               unit="s", minimum=0.0),
