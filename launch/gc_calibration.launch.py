@@ -2,6 +2,7 @@
 
     ros2 launch dvrk_ident gc_calibration.launch.py arm:=MTML serial:=41878
     ros2 launch dvrk_ident gc_calibration.launch.py arm:=MTML serial:=0 sim:=true
+    ros2 launch dvrk_ident gc_calibration.launch.py arm:=MTML serial:=0 sim:=true pose_stride:=10 sweep_stride:=2
 
 Starts ``gc_calibration`` (config/gc_calibration.yaml), which runs the job in order
 (dvrk_ident_ros/app/gc_calibration.py): the nodes of collect.launch.py play ``grid_file`` and record it;
@@ -70,6 +71,9 @@ def generate_launch_description():
                 "home_arm": ParameterValue(LaunchConfiguration("home_arm"), value_type=bool),
                 "hold_poses": ParameterValue(LaunchConfiguration("hold_poses"), value_type=int),
                 "hold_time": ParameterValue(LaunchConfiguration("hold_time"), value_type=float),
+                "pose_stride": ParameterValue(LaunchConfiguration("pose_stride"), value_type=int),
+                "sweep_stride": ParameterValue(LaunchConfiguration("sweep_stride"), value_type=int),
+                "orders": ParameterValue(LaunchConfiguration("orders"), value_type=str),
             },
         ],
         output="screen",
@@ -101,6 +105,13 @@ def generate_launch_description():
         DeclareLaunchArgument("hold_poses", default_value="5",
                               description="poses held with the new gc file (0: no hold test)"),
         DeclareLaunchArgument("hold_time", default_value="2.0", description="seconds each pose is held"),
+        DeclareLaunchArgument("pose_stride", default_value="1",
+                              description="play every k-th pose of each sweep (a shorter run: 3, 5)"),
+        DeclareLaunchArgument("sweep_stride", default_value="1",
+                              description="play every k-th auxiliary value of each joint's sweeps"),
+        DeclareLaunchArgument("orders", default_value="",
+                              description='polynomial orders of joints 1-6 ("4,1,4,4,4,4"), "auto" (cross-validation); '
+                                          "empty: the fit's default"),
         canonical_arguments(booleans=("sim", "home_arm"), arm="arm"),
         OpaqueFunction(function=_check_job),
         # Applies to every node started after it in this launch file (the job passes it to the nodes it starts).

@@ -189,7 +189,8 @@ def required_executables(path: Path) -> set[str]:
     return required
 
 
-_BOOLEAN_TEXT = {"true", "false", "True", "False", "1", "0"}
+#: A default that marks an argument as a boolean ("1" and "0" are counts as often: a stride, a number of poses).
+_BOOLEAN_TEXT = {"true", "false", "True", "False"}
 
 
 def check_argument_conventions(path: Path) -> list[str]:

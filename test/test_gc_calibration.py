@@ -281,14 +281,14 @@ def test_gc_calibration_on_the_simulated_mtml(tmp_path: Path, nodes_env):
     params = load_gc(out / "gc-MTML-1234.json")
     assert params.arm == "MTML" and params.serial == "1234"
     assert (out / "MTML-1234-grid" / "metadata.yaml").is_file()
-    # the recording: every pose of the grid but each sweep's first (a pose without samples, on a loaded
-    # machine, is dropped and counted), each in its sweep's direction, where the grid put it
-    recorded = load_pose_bag(out / "MTML-1234-grid", trim=(1, 0))  # as the job's fit loads it
+    # the recording: every pose of the grid (a pose without samples, on a loaded machine, is dropped and
+    # counted), each in its sweep's direction, where the grid put it
+    recorded = load_pose_bag(out / "MTML-1234-grid")  # as the job's fit loads it, and `dvrk-ident gc fit`
     sweeps = yaml.safe_load(grid.read_text())["sweeps"]
-    assert len(recorded.q) + recorded.dropped == sum(len(s["poses"]) - 1 for s in sweeps)
+    assert len(recorded.q) + recorded.dropped == sum(len(s["poses"]) for s in sweeps)
     assert recorded.dropped <= 2
     for q, k, direction in zip(recorded.q, recorded.sweep, recorded.direction, strict=True):
-        kept = np.array(sweeps[k]["poses"][1:])
+        kept = np.array(sweeps[k]["poses"])
         assert np.min(np.max(np.abs(kept - q), axis=1)) < 0.02, (k, q)
         assert direction == (1 if sweeps[k]["direction"] == "positive" else -1)
     rows = list(csv.DictReader(open(out / "gc-MTML-1234-hold.csv")))

@@ -35,9 +35,6 @@ from dvrk_ident_ros.arms import arm_spec, canonical_arm
 from dvrk_ident_ros.errors import DataError, DvrkIdentError
 from dvrk_ident_ros.files import resolve_package_file
 
-#: Poses left out at each sweep's start and end of the recording: its first, reached from the previous sweep.
-SWEEP_TRIM = (1, 0)
-
 #: Exit statuses (as the trajectory player's autostart).
 DONE, FAILED, REFUSED = 0, 1, 2
 
@@ -425,9 +422,8 @@ class Calibration:
 
         s = self.settings
         self.say(f"[2/3] fitting {s.gc_file.name} from {s.bag.name}")
-        # each sweep's first pose is reached from the previous sweep (the cable's hysteresis in that motion's
-        # state): left out (gc/bags.py)
-        options: dict = {"serial": s.serial, "orders": s.orders, "effort": s.effort, "trim": SWEEP_TRIM}
+        # the same fit as `dvrk-ident gc fit` on this bag: every pose, each weighed by its cable's recorded state
+        options: dict = {"serial": s.serial, "orders": s.orders, "effort": s.effort}
         if s.method:
             options["method"] = s.method
         try:
@@ -438,7 +434,7 @@ class Calibration:
         self.say(f"      written to {outcome.result_file}")
         from dvrk_ident_ros.gc.loaders import load_poses
 
-        return outcome.summary, len(load_poses(s.bag, effort=s.effort, trim=SWEEP_TRIM).q)
+        return outcome.summary, len(load_poses(s.bag, effort=s.effort).q)
 
     def hold(self) -> tuple[list[Drift], list[int]]:
         """Stage 3: hold the arm with the new file at poses away from the grid; the drift of each."""
@@ -449,7 +445,7 @@ class Calibration:
         self._check_stop()
         if s.hold_poses == 0:
             return [], []
-        data = load_poses(s.bag, effort=s.effort, trim=SWEEP_TRIM)
+        data = load_poses(s.bag, effort=s.effort)
         goals = hold_poses(data.q, (data.q.min(0), data.q.max(0)), s.hold_poses, np.random.default_rng(s.seed),
                            limits_check(s.arm))
         tip = tip_function(s.arm)

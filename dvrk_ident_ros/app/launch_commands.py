@@ -196,7 +196,10 @@ def gc_calibration_plan(values: dict[str, str]):
                                                 "output_directory": values["output_directory"],
                                                 "home_arm": _is_true(values["home_arm"]),
                                                 "hold_poses": _integer(values, "hold_poses"),
-                                                "hold_time": _number(values, "hold_time")},
+                                                "hold_time": _number(values, "hold_time"),
+                                                "pose_stride": _integer(values, "pose_stride"),
+                                                "sweep_stride": _integer(values, "sweep_stride"),
+                                                "orders": values["orders"]},
                              name=f"gc_calibration_{arm}", required=True, stop_timeout=30.0))
     return nodes
 

@@ -17,13 +17,14 @@ header.stamp 0 and samples while the arm was not ready are never data
 (:mod:`dvrk_ident_ros.data.bags`); their counts are kept in the PoseData.
 
 ``trim=(1, 0)`` leaves out the first pose of every sweep, as the simulated
-collection does (:mod:`dvrk_ident_ros.sim.experiments`) and gc_calibration
-does with its own recording: the arm reaches it from the previous sweep, with
-the cable's hysteresis still in that motion's state (the original tool drops
-the first two and the last pose of its own sweeps,
-:func:`dvrk_ident_ros.gc.data.load_cuhk`). The default keeps every pose: a grid
-played with a large pose stride (the demo's every 10th pose) keeps too few
-poses per sweep without its first ones.
+collection does (:mod:`dvrk_ident_ros.sim.experiments`): the arm reaches it
+from the previous sweep, with the cable's hysteresis still in that motion's
+state (the original tool drops the first two and the last pose of its own
+sweeps, :func:`dvrk_ident_ros.gc.data.load_cuhk`). The default, the one rule of
+`dvrk-ident gc fit`, `/identify` and gc_calibration, keeps every pose: a bag
+records the motion, so each pose is weighed by its cable's recorded state, and
+a grid played with a pose stride keeps too few poses per sweep without its
+first ones.
 
 Each pose also gets the state its estimated joint's cable was in while it was
 sampled (``PoseData.branch``): the direction state of gc/travel.py run over the

@@ -17,8 +17,8 @@ def load_poses(path: str | Path, effort: str = "setpoint", **kwargs) -> PoseData
 
     ``effort`` ("setpoint" or "measured") chooses a bag's effort topic; CUHK files hold only the
     commanded effort (``desired_effort``), so "measured" is refused for them; an .npz's tau is taken
-    as it is. ``trim`` (poses left out at each sweep's start and end) defaults to (0, 0) for a bag
-    (gc_calibration passes (1, 0)), (2, 1) for a CUHK directory (the original tool's)."""
+    as it is. ``trim`` (poses left out at each sweep's start and end) defaults to (0, 0) for a bag,
+    (2, 1) for a CUHK directory (the original tool's); ``travel`` (a bag's cable state) is a bag's only."""
     if effort not in EFFORTS:
         raise DataError(f"effort {effort!r}: expected one of {', '.join(EFFORTS)}")
     path = Path(path)
@@ -44,4 +44,5 @@ def load_poses(path: str | Path, effort: str = "setpoint", **kwargs) -> PoseData
     if effort == "measured" and path.is_dir():
         raise DataError(f"{path}: CUHK .mat files hold the commanded effort (desired_effort) only: "
                         "the measured effort is for rosbag2 recordings")
-    return load_cuhk(path, **kwargs)
+    # no motion between the poses is recorded there: nothing to weigh a pose by its cable's state (travel)
+    return load_cuhk(path, **{k: v for k, v in kwargs.items() if k in ("std_filter", "trim")})
