@@ -1,7 +1,18 @@
 # dvrk_ident: the two commands a user needs are `make demo` and `make test`.
+# ROS 2 Jazzy by default; `make test ROS_DISTRO=kilted` builds and uses a Kilted venv beside it.
+# One venv per distro (DVRK_IDENT_VENV, if set, names it instead); tools/setup.sh refuses to mix distros in one.
+ROS_DISTRO ?= jazzy
+ifneq ($(DVRK_IDENT_VENV),)
+VENV   := $(DVRK_IDENT_VENV)
+else ifeq ($(ROS_DISTRO),jazzy)
 VENV   := .venv
+else
+VENV   := .venv-$(ROS_DISTRO)
+endif
 PY     := $(VENV)/bin/python
 SHELL  := /bin/bash
+export ROS_DISTRO
+export DVRK_IDENT_VENV := $(abspath $(VENV))
 
 .PHONY: setup test lint demo bench colcon-check clean help
 
@@ -9,7 +20,8 @@ help:
 	@echo "make demo    set up on first use, run the main job on the simulated arms"
 	@echo "make test    set up on first use, run the whole test suite (lint included)"
 	@echo "make bench   run the benchmarks and print their figures"
-	@echo "make setup   the virtual environment .venv with dvrk_ident built into it"
+	@echo "make setup   the virtual environment $(VENV) (ROS 2 $(ROS_DISTRO)) with dvrk_ident built into it"
+	@echo "ROS_DISTRO=jazzy (default, .venv) or ROS_DISTRO=kilted (.venv-kilted), e.g. make test ROS_DISTRO=kilted"
 
 setup:
 	@bash tools/setup.sh

@@ -168,3 +168,19 @@ def test_trajectory_commands_find_files_by_the_launch_files_rule(tmp_path, monke
     assert "all limits respected" in capsys.readouterr().out
     assert cli.main(["trajectory", "check", "--arm", "psm", "config/trajectories/nothing.yaml"]) == 2
     assert "trajectory file 'config/trajectories/nothing.yaml' not found (looked in" in capsys.readouterr().err
+
+
+def test_doctor_names_the_ros_distro_and_a_mixed_one(monkeypatch: pytest.MonkeyPatch):
+    """`dvrk-ident doctor` says which ROS 2 distro it runs on (the venv's record, ROS_DISTRO, the installed
+    rclpy), and fails where two of them disagree (a Jazzy venv with a Humble set-up sourced)."""
+    from dvrk_ident_ros.data.recording import detect_ros_distro
+
+    installed = detect_ros_distro({})
+    if not installed:
+        pytest.skip("no rclpy of a named distribution here")
+    monkeypatch.setenv("ROS_DISTRO", installed)
+    check = cli._ros_distro_check()
+    assert check.ok and check.detail.startswith(installed), check
+    monkeypatch.setenv("ROS_DISTRO", "humble" if installed != "humble" else "jazzy")
+    check = cli._ros_distro_check()
+    assert not check.ok and "distributions disagree" in check.detail, check

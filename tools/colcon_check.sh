@@ -10,7 +10,9 @@ case "${1:-}" in
   --test-only) phase=test; shift ;;
 esac
 root=$(cd "$(dirname "$0")/.." && pwd)
-venv="${DVRK_IDENT_VENV:-$root/.venv}"
+venv=$(realpath -m "${DVRK_IDENT_VENV:-$root/.venv}")
+# the underlay's ROS 2 distro, as a sourced ROS set-up would export it (make setup records it in the venv)
+if [ -f "$venv/.ros-distro" ]; then export ROS_DISTRO; ROS_DISTRO=$(cat "$venv/.ros-distro"); fi
 ws="${1:-$(mktemp -d /tmp/dvrk_ident_ws.XXXXXX)}"
 export AMENT_PREFIX_PATH="$venv${AMENT_PREFIX_PATH:+:$AMENT_PREFIX_PATH}"
 export CMAKE_PREFIX_PATH="$venv${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"

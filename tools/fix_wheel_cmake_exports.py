@@ -1,10 +1,12 @@
 """Rewrite the wheel-builder paths baked into the ROS 2 wheels' CMake exports.
 
-Thirteen ``*Export.cmake`` files of the ROS 2 PyPI wheels name the wheel
-builder's Python and NumPy include directories
-(``/opt/python/cp311-cp311/...``); CMake's generate step then fails. This
-replaces them with this interpreter's include directory and NumPy's. It is
-idempotent and prints what it changed.
+The ``export_<package>__rosidl_generator_pyExport.cmake`` files of the ROS 2
+PyPI wheels' message packages name the wheel builder's Python and NumPy include
+directories (``/opt/python/cp311-cp311/...``): one per message package, 14
+with the pins of tools/ros/jazzy.txt as with those of tools/ros/kilted.txt
+(Jazzy's and Kilted's wheels alike); CMake's generate step then fails.
+This replaces them with this interpreter's include directory and NumPy's.
+It is idempotent and prints what it changed.
 
 Usage: python tools/fix_wheel_cmake_exports.py PREFIX
 """

@@ -5,16 +5,26 @@
 # any fails.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-venv="$root/.venv"
+# the venv of `make setup` (DVRK_IDENT_VENV, as tools/setup.sh takes it; `make test ROS_DISTRO=kilted` passes
+# .venv-kilted): its outputs under build/ carry its name unless it is the default .venv, so runs on two venvs
+# (Jazzy, Kilted) do not share a log or a colcon workspace
+venv=$(realpath -m "${DVRK_IDENT_VENV:-$root/.venv}")
 cd "$root"
+export DVRK_IDENT_VENV="$venv"
+tag=""
+if [ "$venv" != "$root/.venv" ]; then name=$(basename "$venv"); tag="-${name#.}"; fi
+if [ ! -x "$venv/bin/python" ]; then echo "$venv/bin/python does not exist: run make setup first" >&2; exit 1; fi
+# the tests run on this venv's ROS 2: its distro (recorded by make setup) is the one they, and the set-up script
+# that test_setup_script.py runs on this venv, see
+if [ -f "$venv/.ros-distro" ]; then export ROS_DISTRO; ROS_DISTRO=$(cat "$venv/.ros-distro"); fi
 "$venv/bin/ruff" check . || exit 1
 mkdir -p build
-mypy_log=build/mypy.log
+mypy_log=build/mypy$tag.log
 nice -n 15 "$venv/bin/mypy" > "$mypy_log" 2>&1 &
 mypy_pid=$!
 # The colcon workspace build of test_setup_script.py's colcon check, at the lowest priority while the
 # first tests run; the test waits for it, then runs colcon test there.
-ws="$root/build/colcon-ws"
+ws="$root/build/colcon-ws$tag"
 rm -rf "$ws" "$ws.rc"
 ( nice -n 19 bash tools/colcon_check.sh --build-only "$ws" > "$ws.log" 2>&1; echo $? > "$ws.rc.tmp" \
   && mv "$ws.rc.tmp" "$ws.rc" ) &
@@ -30,7 +40,7 @@ else
   # tests leave (about a third of this 2-core machine: the nodes mostly wait on each other and on the
   # clock). Disjoint ROS_DOMAIN_ID ranges keep the two runs' nodes apart.
   idle() { if chrt -i 0 true 2>/dev/null; then chrt -i 0 "$@"; else nice -n 19 "$@"; fi; }
-  core_log=build/pytest-core.log
+  core_log=build/pytest-core$tag.log
   DVRK_IDENT_TEST_DOMAINS=71:100 idle "$venv/bin/python" -m pytest test -m "not ros" -p no:cacheprovider --durations=10 \
       > "$core_log" 2>&1 &
   core_pid=$!

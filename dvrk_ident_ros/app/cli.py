@@ -9,8 +9,10 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from dvrk_ident_ros import __version__
 from dvrk_ident_ros.app.commands.excitation import add_trajectory_commands
@@ -20,16 +22,37 @@ from dvrk_ident_ros.app.commands.identify import add_identify_commands
 from dvrk_ident_ros.app.commands.model import add_model_commands
 from dvrk_ident_ros.app.demo import add_demo_command
 from dvrk_ident_ros.app.launch_commands import add_launch_command, add_run_command
-from dvrk_ident_ros.environment import ensure_ament_prefix_path, run_checks
+from dvrk_ident_ros.environment import Check, ensure_ament_prefix_path, run_checks
 from dvrk_ident_ros.errors import DvrkIdentError
 
 Handler = Callable[[argparse.Namespace], int]
 
 
+def _ros_distro_check() -> Check:
+    """The ROS 2 distribution this runs on: the one ``make setup`` recorded in the venv (``.ros-distro``), else
+    ``ROS_DISTRO`` (a sourced ROS set-up), else that of the installed rclpy (its major version); failed where
+    two of these disagree (a venv of one distro with another's ROS set-up sourced, or mixed wheels)."""
+    from dvrk_ident_ros.data.recording import detect_ros_distro
+
+    record = Path(sys.prefix) / ".ros-distro"
+    sources = {
+        f"recorded in {record}": record.read_text(encoding="utf-8").strip().lower() if record.is_file() else "",
+        "ROS_DISTRO": os.environ.get("ROS_DISTRO", "").strip().lower(),
+        "the installed rclpy": detect_ros_distro({k: v for k, v in os.environ.items() if k != "ROS_DISTRO"}),
+    }
+    known = {source: distro for source, distro in sources.items() if distro}
+    if not known:
+        return Check("ros distro", True, "unknown (no ROS_DISTRO, no rclpy of a named distribution)")
+    if len(set(known.values())) > 1:
+        said = "; ".join(f"{distro} ({source})" for source, distro in known.items())
+        return Check("ros distro", False, f"distributions disagree: {said}")
+    return Check("ros distro", True, f"{next(iter(known.values()))} ({', '.join(known)})")
+
+
 def _doctor(args: argparse.Namespace) -> int:
     """Check that the installation is complete (used at the end of ``make setup``)."""
     ensure_ament_prefix_path()
-    checks = run_checks()
+    checks = [*run_checks(), _ros_distro_check()]
     failed = [c for c in checks if not c.ok]
     if args.json:
         print(json.dumps([c.__dict__ for c in checks], indent=2))

@@ -149,7 +149,7 @@ class ArmClient:
 
     def identify(self, timeout: float = 300.0, progress_every: float = 0.0, **fields) -> Identify.Response:
         """Call /identify and wait; with ``progress_every`` > 0, print the elapsed time that often."""
-        client: Client[Identify.Request, Identify.Response] = self.node.create_client(Identify, "/identify")
+        client: Client = self.node.create_client(Identify, "/identify")  # not generic in Jazzy's rclpy
         if not client.wait_for_service(timeout_sec=20.0):
             raise DvrkIdentError("/identify is not available")
         future = client.call_async(Identify.Request(**fields))

@@ -120,8 +120,8 @@ class Session:
     kind: str  # "fourier" | "grid"
     trajectory_file: str
     requested: float  # steady time of the request: ready_timeout runs from here
-    goal_handle: ServerGoalHandle[PlayTrajectory.Goal, PlayTrajectory.Result, PlayTrajectory.Feedback] | None
-    future: Future[PlayTrajectory.Result]
+    goal_handle: ServerGoalHandle | None  # neither is generic in Jazzy's rclpy
+    future: Future  # of a PlayTrajectory.Result
     monitor: playback.TrackingMonitor
     started: bool = False
     start: float = 0.0  # node-clock time the motion began
