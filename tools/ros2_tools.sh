@@ -9,12 +9,14 @@
 #   3. `pip install --no-deps --prefix` of rosidl_runtime_py, launch, launch_xml, launch_yaml, launch_ros,
 #      ros2launch and the ros2cli packages (their setup.py install the ament index markers and package.xml).
 # Idempotent (a stamp of the sources, the pins and this script); without ../shared/vendor/ros2-tools it says so
-# in one line and exits 0. Usage: tools/ros2_tools.sh VENV
+# in one line and exits 0. Usage: tools/ros2_tools.sh VENV WORK (WORK: its build folder; tools/setup.sh gives
+# the venv's own, beside its CMake trees)
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
-if [ $# -ne 1 ]; then echo "usage: tools/ros2_tools.sh VENV" >&2; exit 2; fi
+if [ $# -ne 2 ]; then echo "usage: tools/ros2_tools.sh VENV WORK" >&2; exit 2; fi
 venv=$(realpath -m "$1")
+work=$(realpath -m "$2")
 cd "$root"
 vendor="$root/../shared/vendor/ros2-tools"
 if [ ! -d "$vendor" ]; then
@@ -23,12 +25,6 @@ if [ ! -d "$vendor" ]; then
 fi
 vendor=$(cd "$vendor" && pwd)
 prefix="$venv/opt/ros2-tools"
-# the same per-venv build folder as tools/setup.sh
-if [ "$venv" = "$root/.venv" ]; then
-  work="$root/build/ros2-tools"
-else
-  name=$(basename "$venv"); work="$root/build/${name#.}-$(printf '%s' "$venv" | sha256sum | cut -c1-8)/ros2-tools"
-fi
 log="$work.log"
 
 current_step=""

@@ -141,7 +141,7 @@ fi
 # The real ROS 2 command line (launch, launch_ros, ros2cli from ../shared/vendor/ros2-tools, built into
 # $venv/opt/ros2-tools, `ros2` in $venv/bin); without ../shared it says so in one line and goes on.
 step "build the real ROS 2 command-line tools (tools/ros2_tools.sh)"
-bash tools/ros2_tools.sh "$venv"
+bash tools/ros2_tools.sh "$venv" "$work/ros2-tools"
 
 step "check the installation"
 "$venv/bin/dvrk-ident" doctor --quiet
