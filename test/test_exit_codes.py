@@ -1,8 +1,8 @@
 """Exit statuses that tell the truth: the launch files' exit rules, the launcher's plans, the nodes.
 
-Unit tests (no ROS): the launch files' exit handler (dvrk_ident_ros/app/launch_support.py, with a fake
-ProcessExited event and a stand-in for the ``launch`` package, which has no wheel here) and the
-rules of :class:`~dvrk_ident_ros.app.launcher.LaunchPlan` on stand-in processes. Integration tests
+Unit tests (no ROS): the launch files' exit rules (dvrk_ident_ros/app/launch_support.py; the exit handler in
+the real ``ros2 launch`` is test_ros2_tools.py's) and the rules of
+:class:`~dvrk_ident_ros.app.launcher.LaunchPlan` on stand-in processes. Integration tests
 (through the launcher, as ``dvrk-ident launch`` runs the launch files): a collect whose player
 cannot load its trajectory ends with the player's status, a gc launch without its gc file ends
 non-zero, a short collect on the simulated arm ends 0, and ``dvrk-ident launch`` forwards Ctrl-C.
@@ -14,7 +14,6 @@ import signal
 import subprocess
 import sys
 import time
-import types
 from dataclasses import replace
 from pathlib import Path
 
@@ -22,7 +21,6 @@ import numpy as np
 import pytest
 
 from dvrk_ident_ros.app.launch_support import (
-    ExitCheck,
     LaunchArgumentError,
     NodeFailedError,
     canonical_values,
@@ -61,39 +59,6 @@ def test_exit_outcome():
         exit_outcome("the player", "trajectory_player-3", 2, required=True)
     with pytest.raises(NodeFailedError, match="the recorder was killed by signal 15"):
         exit_outcome("the recorder", "", -15, required=False)
-
-
-class _Action:
-    """Stand-in for a launch action: records its keyword arguments."""
-
-    def __init__(self, **kwargs):
-        self.kwargs = kwargs
-
-
-@pytest.fixture
-def fake_launch(monkeypatch: pytest.MonkeyPatch):
-    """A stand-in ``launch.actions`` module (the launch package has no wheel here)."""
-    actions = types.ModuleType("launch.actions")
-    actions.LogInfo = type("LogInfo", (_Action,), {})
-    actions.Shutdown = type("Shutdown", (_Action,), {})
-    package = types.ModuleType("launch")
-    package.actions = actions
-    monkeypatch.setitem(sys.modules, "launch", package)
-    monkeypatch.setitem(sys.modules, "launch.actions", actions)
-    return actions
-
-
-def test_exit_handler_on_a_launch_event(fake_launch):
-    """OnProcessExit calls on_exit(event, context) with a ProcessExited event (returncode, process_name)."""
-    event = types.SimpleNamespace(returncode=0, process_name="trajectory_player-3")
-    actions = ExitCheck("the trajectory player", required=True)(event, None)
-    assert [type(a).__name__ for a in actions] == ["LogInfo", "Shutdown"]
-    assert actions[1].kwargs == {"reason": "the trajectory player finished"}
-    assert ExitCheck("the recorder", required=False)(event, None) is None  # exits 0 while the launch stops
-    failed = types.SimpleNamespace(returncode=2, process_name="trajectory_player-3")
-    for required in (True, False):  # raised: LaunchService.run() shuts everything down and returns 1
-        with pytest.raises(NodeFailedError, match="exited with status 2"):
-            ExitCheck("the trajectory player", required=required)(failed, None)
 
 
 # -- LaunchPlan on stand-in processes -----------------------------------------------------------------------------

@@ -383,7 +383,10 @@ class Calibration:
                                                    "home_arm": s.home_arm, "pose_stride": s.pose_stride,
                                                    "sweep_stride": s.sweep_stride, **clock, **sim_player},
                              name=f"trajectory_player_{s.arm}", required=True)]
-        self.say(f"[1/3] playing {s.grid_file.name} on {s.arm} and recording it to {s.bag}")
+        orders = ("default" if s.orders is None else s.orders if isinstance(s.orders, str)
+                  else ",".join(str(s.orders[j]) for j in sorted(s.orders)))
+        self.say(f"[1/3] playing {s.grid_file.name} (pose_stride {s.pose_stride}, sweep_stride {s.sweep_stride}; "
+                 f"fit orders {orders}) on {s.arm} and recording it to {s.bag}")
         plan = LaunchPlan("gc_calibration collect", nodes, log_dir=s.logs, env=self.env)
         self._plan = plan
         outcome: list = []

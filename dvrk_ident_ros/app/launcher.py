@@ -35,6 +35,8 @@ def _value(value) -> str:
         return repr(value)
     if isinstance(value, (list, tuple)):
         return "[" + ",".join(_value(v) for v in value) + "]"
+    if value == "":
+        return "''"  # rcl reads the value as YAML: an empty one is no value at all (it refuses "-p name:=")
     return str(value)
 
 
