@@ -76,7 +76,9 @@ PROMISES: dict[tuple[str, str], dict[str, Any]] = {
     ("README.md", "ros2 param describe /trajectory_player_PSM1 speed_scale"): {
         "output": [r"Min value: 0\.0\s+Max value: 1\.0",
                    r"Setting parameter failed: Parameter speed_scale out of range Min: 0\.0, Max: 1\.0, value: 5\.0",
-                   r"Setting parameter failed: Wrong parameter type, expected 'Type\.DOUBLE' got 'Type\.STRING'",
+                   # Jazzy's rclpy names the types, Kilted's gives their numbers (3 double, 4 string)
+                   r"Setting parameter failed: Wrong parameter type, "
+                   r"expected '(Type\.DOUBLE|3)' got '(Type\.STRING|4)'",
                    r"Set parameter successful"]},
     ("README.md", "ros2 service call /identify dvrk_ident/srv/Identify"): {
         "files": ["identification/psm1/2025-06-02"],

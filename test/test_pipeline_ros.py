@@ -81,13 +81,14 @@ def test_psm_collect_and_identify(nodes_env, tmp_path: Path):
     assert Path(r.result_file).is_file() and Path(r.report_file).is_file()
     # The yardstick, computed here apart from the service: the simulator's own parameters on the same
     # recording, filtered as the service filters it. The recording carries the model (a joint, unit or
-    # stamp mix-up puts the strongly driven joints' error over 1), and the fit is as good as the truth on
-    # its own training data.
+    # stamp mix-up puts the strongly driven joints' error over 1; a player starved on a loaded machine
+    # leaves aliased efforts, up to 0.69 measured), and the fit is as good as the truth on its own
+    # training data.
     truth = IdentificationResult.load(load_sim_config("psm").parameter_file)
     regression = build_regression(model, prepare(model, data))
     truth_error = relative_errors(regression.y, regression.Hb @ np.asarray(truth.base_values))
     print(f"training relative errors: identified {np.round(r.relative_error, 3)}, truth {np.round(truth_error, 3)}")
-    assert max(truth_error[:2]) < 0.6, truth_error
+    assert max(truth_error[:2]) < 0.9, truth_error
     assert np.all(np.asarray(r.relative_error) < 1.25 * truth_error + 0.05), (r.relative_error, truth_error)
     # on a recording as clean as an idle machine makes it (truth 0.04 / 0.08), the fit of the strongly
     # driven joints is good (0.02 / 0.04 then)
