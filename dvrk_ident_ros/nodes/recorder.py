@@ -100,6 +100,11 @@ def offered_qos(profile) -> OfferedQos:
                       duration(profile.liveliness_lease_duration), bool(profile.avoid_ros_namespace_conventions))
 
 
+#: Messages held for the first /clock at most (about 3 s of a 1 kHz arm's topics): a recorder on sim time
+#: with no /clock must not grow without bound.
+MAX_BEFORE_CLOCK = 10_000
+
+
 def stamped_topics(arm: str, topics: dict[str, str]) -> list[str]:
     """The arm's JointState topics (``/<ARM>/...``): the dVRK marks their invalid samples with stamp 0."""
     return [topic for topic, msgtype in topics.items() if msgtype == JOINT_STATE and topic.startswith(f"/{arm}/")]
@@ -141,6 +146,7 @@ class Recorder(Node):
             self._state_class = crtk.OperatingState
         self._ros_clock = self.get_clock()
         self._before_clock: list[tuple[str, bytes]] = []  # sim time: received before the first /clock
+        self._wall_clock_only = False  # sim time and no /clock came: the bag's one clock is the wall clock
         self._requested_qos = {}
         for topic, msgtype in topics.items():  # before the bag exists: a bad topic name leaves no directory
             qos = EVENT_QOS if msgtype == OPERATING_STATE else STATUS_QOS if msgtype == PLAYER_STATUS else STATE_QOS
@@ -200,11 +206,18 @@ class Recorder(Node):
 
     def _write(self, topic: str, data: bytes) -> None:
         """Writes at the node's clock. With sim time, messages that arrive before the first /clock (the
-        arm's latched operating_state) wait for it and are written at its time, so one bag has one clock."""
-        stamp = self._ros_clock.now().nanoseconds
+        arm's latched operating_state) wait for it and are written at its time, so one bag has one clock;
+        if :data:`MAX_BEFORE_CLOCK` of them wait (no /clock is coming), the whole bag takes the wall clock."""
+        stamp = time.time_ns() if self._wall_clock_only else self._ros_clock.now().nanoseconds
         if not stamp:
             self._before_clock.append((topic, data))
-            return
+            if len(self._before_clock) < MAX_BEFORE_CLOCK:
+                return
+            self.get_logger().warning(f"no /clock after {MAX_BEFORE_CLOCK} messages (use_sim_time): the bag is "
+                                      "written at the wall clock's time")
+            self._wall_clock_only = True
+            stamp = time.time_ns()
+            self._before_clock.pop()
         if self._before_clock:
             self._write_waiting(stamp)
         self.bag.write(topic, data, stamp)  # signals only set a flag (common.run): never cut mid-write
