@@ -57,9 +57,13 @@ rm -rf "$work" "$prefix" "$venv/bin/ros2"
 mkdir -p "$work/src" "$prefix"
 : > "$log"
 step "install osrf-pycommon, psutil, wheel (tools/ros/$distro.txt)"
+# uv where make setup installed it (the same installs, in parallel), else pip
+pip_install() {
+  if [ -x "$venv/bin/uv" ]; then "$venv/bin/uv" pip install --python "$venv/bin/python" "$@"
+  else "$venv/bin/python" -m pip install --disable-pip-version-check "$@"; fi
+}
 # shellcheck disable=SC2086 # one requirement a word
-"$venv/bin/python" -m pip install --quiet --disable-pip-version-check $pins 2>&1 \
-    | { grep -v "^WARNING: Location '" || true; }
+pip_install --quiet $pins 2>&1 | { grep -v "^WARNING: Location '" || true; }
 
 step "extract the sources ($(basename "$src"))"
 for t in "${tarballs[@]}"; do tar -xzf "$src/$t.tar.gz" -C "$work/src"; done
@@ -74,13 +78,14 @@ step "build composition_interfaces (CMake, the venv's rosidl)"
   && cmake --build "$work/composition_interfaces" -j "$(nproc)" \
   && cmake --install "$work/composition_interfaces"; } >> "$log" 2>&1 || { tail -30 "$log" >&2; exit 1; }
 
-step "install launch, launch_ros, ros2cli, rosidl_runtime_py (pip --no-deps --prefix)"
+step "install launch, launch_ros, ros2cli, rosidl_runtime_py (--no-deps --prefix)"
 packages=(rosidl_runtime_py launch/launch launch/launch_xml launch/launch_yaml launch_ros/launch_ros
           launch_ros/ros2launch ros2cli/ros2cli ros2cli/ros2run ros2cli/ros2pkg ros2cli/ros2node ros2cli/ros2topic
           ros2cli/ros2service ros2cli/ros2param ros2cli/ros2interface ros2cli/ros2action)
 # --no-build-isolation: built with the venv's setuptools and the pinned wheel, offline and in a third of the time
-"$venv/bin/python" -m pip install --disable-pip-version-check --no-deps --no-build-isolation --prefix "$prefix" \
+pip_install --no-deps --no-build-isolation --prefix "$prefix" \
     "${packages[@]/#/$work/src/}" >> "$log" 2>&1 || { tail -30 "$log" >&2; exit 1; }
+rm -f "$prefix/.lock"  # uv's lock of the target environment
 [ -d "$prefix/$site/ros2cli" ] || { echo "ros2cli was not installed into $prefix/$site" >&2; exit 1; }
 
 step "write $(basename "$venv")/bin/ros2"

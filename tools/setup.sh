@@ -29,7 +29,11 @@ fi
 
 current_step=""
 step() { current_step="$1"; echo "==> setup: $1"; }
-trap 'status=$?; if [ $status -ne 0 ]; then echo "make setup: FAILED at step \"$current_step\" (exit $status)" >&2; fi' EXIT
+ros2_tools_pid=""
+# a process and all its descendants (the background ros2 tools build, when a step before it fails)
+kill_tree() { local child; for child in $(pgrep -P "$1" || true); do kill_tree "$child"; done; kill "$1" 2>/dev/null || true; }
+trap 'status=$?; if [ -n "$ros2_tools_pid" ]; then kill_tree "$ros2_tools_pid"; wait "$ros2_tools_pid" 2>/dev/null || true; fi
+      if [ $status -ne 0 ]; then echo "make setup: FAILED at step \"$current_step\" (exit $status)" >&2; fi' EXIT
 
 stamp_of() { cat "$@" 2>/dev/null | sha256sum | cut -c1-16; }
 # The ROS 2 distro of an existing venv: its record, else (a venv made before the distro was recorded) the
@@ -81,14 +85,31 @@ step "create the virtual environment"
 deps_stamp=$(stamp_of requirements.txt "$ros_pins" constraints.txt)
 if [ "$(cat "$venv/.deps-stamp" 2>/dev/null)" != "$deps_stamp" ]; then
   step "install pinned Python packages (requirements.txt, $ros_pins, constraints.txt)"
-  # (this machine's pip configuration names local indexes that may not exist:
-  #  their warnings are noise and are filtered out)
-  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
-      -r requirements.txt -r "$ros_pins" -c constraints.txt 2>&1 | { grep -v "^WARNING: Location '" || true; }
+  # uv (pinned in requirements.txt) installs the same pinned set as pip, downloading and unpacking in
+  # parallel; pip does it alone where uv cannot be installed. (This machine's pip configuration names local
+  # indexes that may not exist: their warnings are noise and are filtered out.)
+  uv_pin=$(grep -E '^uv==' requirements.txt)
+  if "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "$uv_pin" 2>&1 \
+        | { grep -v "^WARNING: Location '" || true; } && [ -x "$venv/bin/uv" ]; then
+    "$venv/bin/uv" pip install --quiet --python "$venv/bin/python" --compile-bytecode \
+        -r requirements.txt -r "$ros_pins" -c constraints.txt
+  else
+    echo "  ($uv_pin could not be installed: pip installs the pinned set)"
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
+        -r requirements.txt -r "$ros_pins" -c constraints.txt 2>&1 | { grep -v "^WARNING: Location '" || true; }
+  fi
   step "fix the wheels' CMake export paths"
   "$venv/bin/python" tools/fix_wheel_cmake_exports.py "$venv"
   echo "$deps_stamp" > "$venv/.deps-stamp"
 fi
+
+# The real ROS 2 command line (launch, launch_ros, ros2cli from ../shared/vendor/ros2-tools, built into
+# $venv/opt/ros2-tools, `ros2` in $venv/bin; without ../shared it says so in one line and goes on): it needs
+# only the wheels, so it builds in the background while crtk_msgs and dvrk_ident build (its output is shown
+# when it is waited for, below).
+mkdir -p "$work"
+bash tools/ros2_tools.sh "$venv" "$work/ros2-tools" > "$work/ros2-tools.out" 2>&1 &
+ros2_tools_pid=$!
 
 # crtk_msgs (the dVRK's OperatingState, StringStamped) has no wheel: where the underlay lacks it, the
 # stand-in in tools/crtk_msgs (same package name, same definitions) is built into the environment.
@@ -138,10 +159,12 @@ if [ "$(cat "$venv/.build-stamp" 2>/dev/null)" != "$src_stamp" ] || \
   echo "$src_stamp" > "$venv/.build-stamp"
 fi
 
-# The real ROS 2 command line (launch, launch_ros, ros2cli from ../shared/vendor/ros2-tools, built into
-# $venv/opt/ros2-tools, `ros2` in $venv/bin); without ../shared it says so in one line and goes on.
-step "build the real ROS 2 command-line tools (tools/ros2_tools.sh)"
-bash tools/ros2_tools.sh "$venv" "$work/ros2-tools"
+step "the real ROS 2 command-line tools (tools/ros2_tools.sh, built beside the steps above)"
+ros2_tools_status=0
+wait "$ros2_tools_pid" || ros2_tools_status=$?
+ros2_tools_pid=""
+cat "$work/ros2-tools.out"
+[ "$ros2_tools_status" -eq 0 ] || exit "$ros2_tools_status"
 
 step "check the installation"
 "$venv/bin/dvrk-ident" doctor --quiet
