@@ -23,6 +23,7 @@ one.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -147,6 +148,20 @@ def shell_blocks(path: Path, document: str) -> list[Block]:
 BLOCKS = [b for d in DOCUMENTS if (REPO_ROOT / d).is_file() for b in shell_blocks(REPO_ROOT / d, d)]
 
 
+def signal_session(session: int, signum: int) -> None:
+    """Ctrl-C (or a kill) to every process of the block's session, as a terminal's reaches its jobs: with job
+    control on, bash runs each job in a process group of its own, so a signal to the shell's group alone would
+    leave the job running, orphaned, holding the output pipe open."""
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rpartition(")")[2].split()
+        except OSError:
+            continue  # ended meanwhile
+        if int(fields[3]) == session:  # after the name: state, ppid, pgrp, session
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(stat.parent.name), signum)
+
+
 def run_block(block: Block, directory: Path, env: dict[str, str], setup_script: Path,
               timeout: float = TIMEOUT) -> subprocess.CompletedProcess[str]:
     """The block as a user's shell runs it: set-up sourced, then its commands under ``set -e`` (a python
@@ -169,12 +184,12 @@ def run_block(block: Block, directory: Path, env: dict[str, str], setup_script: 
         out, _ = proc.communicate(timeout=RUNNING_FOR)
         return subprocess.CompletedProcess(args, -1, f"ended before Ctrl-C (status {proc.returncode}):\n{out}", "")
     except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGINT)
+        signal_session(proc.pid, signal.SIGINT)
     try:
         out, _ = proc.communicate(timeout=STOP_WITHIN)
     except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        out, _ = proc.communicate()
+        signal_session(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate(timeout=STOP_WITHIN)
         return subprocess.CompletedProcess(args, -9, f"still running {STOP_WITHIN:g} s after Ctrl-C:\n{out}", "")
     clean = proc.returncode in (0, 130, -signal.SIGINT) and "Traceback" not in out
     return subprocess.CompletedProcess(args, 0 if clean else proc.returncode, out, "")
