@@ -275,7 +275,9 @@ def test_the_ramp_in_starts_from_the_arm_s_own_effort(ros_env, rclpy_context, tm
         msg.header.stamp = _stamp(k)
         setpoint.publish(msg)
 
-    with running(_gc_node(path, "ramp_in_time:=0.4"), ros_env) as proc:
+    # the arm's effort is far from this file's torques on purpose (a visible ramp): the fit check would
+    # refuse the file (test_a_gc_file_of_another_arm_is_refused_before_any_command), so it is off here
+    with running(_gc_node(path, "ramp_in_time:=0.4", "fit_check:=false"), ros_env) as proc:
         h.wait_ready(proc)
         assert h.probe.wait_for_graph(proc, subscribers=[setpoint]), output_of(proc)
         for k in range(-5, 0):
@@ -1059,3 +1061,28 @@ def test_an_identified_model_holds_the_simulated_psm_through_the_node(ros_env, r
     moved = np.abs(held - held[0]).max(axis=0)
     assert moved.max() < 2e-3, f"the PSM moved under the node's compensation: {moved}"
     assert "compensating PSM1: ramp-in" in gc_out, gc_out
+
+
+@pytest.mark.slow
+@pytest.mark.ros
+def test_a_gc_file_of_another_arm_is_refused_before_any_command(ros_env, rclpy_context, shared_dir):
+    """A real MTML's gc file (CUHK's MTML-41878, fitted by dvrk-ident gc fit's loader) on the simulated MTML,
+    homed and held by its PID and the dVRK's own compensation: the fit check (gc/fit_check.py) compares the
+    file's torques at the pose with the arm's holding effort and refuses: no servo_jf, no
+    use_gravity_compensation, the reason with the joints and N m, exit status 2. (Unchecked, this file moved
+    the arm about 1 rad on joints 2-4 within 2 s.)"""
+    path = shared_dir / "data" / "cuhk-mtm-gc" / "MTML-41878" / "gc-MTML-41878.json"
+    lab = _Lab(rclpy_context, "gc_test_lab_wrong_file")
+    with running(_sim("HOMED", "2.4"), ros_env) as sim, running(_lab_gc_node(str(path)), ros_env) as gc:
+        assert lab.probe.spin_until(lambda: lab.measured and lab.readings, 20.0, sim), output_of(sim)
+        assert lab.probe.spin_until(lambda: gc.poll() is not None, 20.0), "the node did not refuse"
+        lab.probe.spin_for(0.3)
+        code = gc.wait()
+    gc_out = output_of(gc)
+    commands, flags = len(lab.servo_jf), len(lab.builtin)
+    lab.close()
+    assert code == 2, gc_out
+    assert commands == 0 and flags == 0, f"{commands} servo_jf, {flags} use_gravity_compensation"
+    refusal = _lines_with(gc_out, "the gc file does not fit MTML here")
+    assert len(refusal) == 1, gc_out
+    assert "N m held, file" in refusal[0] and "score" in refusal[0], refusal[0]

@@ -201,7 +201,16 @@ def shutdown_requested() -> bool:
     return _shutdown.is_set()
 
 
+_exit_status = [0]
+
+
 def _request_shutdown(signum, frame) -> None:
+    _shutdown.set()
+
+
+def request_exit(status: int) -> None:
+    """End the node as SIGINT does (its ``close`` runs), with exit ``status`` (a refusal: 2)."""
+    _exit_status[0] = status
     _shutdown.set()
 
 
@@ -293,7 +302,7 @@ def run(node_factory: Callable[[], Node], args: list[str] | None = None, executo
                     print(f"warning: {type(node).__name__}.close: {exc}", flush=True)
             node.destroy_node()
         rclpy.try_shutdown()
-    return status
+    return status or _exit_status[0]
 
 
 def crtk_messages():

@@ -84,6 +84,7 @@ import gc
 import math
 import sys
 import time
+from collections import deque
 
 from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
@@ -95,7 +96,9 @@ from dvrk_ident.msg import GravityCompensationDiagnostics
 from dvrk_ident_ros.arm_state import OperatingStatus, stamp_is_valid
 from dvrk_ident_ros.arms import arm_spec
 from dvrk_ident_ros.gc.compensation import load_compensation
+from dvrk_ident_ros.gc.fit_check import MTM_TOLERANCE, FitCheck
 from dvrk_ident_ros.gc.health import STATE_NAMES, compensation_health
+from dvrk_ident_ros.gc.law import CompensationLaw
 from dvrk_ident_ros.gc.supervisor import (
     BuiltinCompensation,
     CompensationState,
@@ -110,6 +113,7 @@ from dvrk_ident_ros.nodes.common import (
     ArmStateMonitor,
     check_arm_name,
     declare_parameters,
+    request_exit,
     run,
 )
 from dvrk_ident_ros.nodes.diagnostics import REPORT_PERIOD, DiagnosticsPublisher, Throttle
@@ -124,6 +128,8 @@ ARM_EFFORT_FRESH = 0.1
 EXIT_MARGIN = 0.5
 #: s: at most one log line per kind of event (late state, fade to zero) this often
 LOG_EVERY = 1.0
+#: the arm's efforts (setpoint_js samples) averaged for the fit check: 0.2 s at the dVRK's 100 Hz
+FIT_SAMPLES = 20
 
 
 class GravityCompensationNode(Node):
@@ -145,6 +151,13 @@ class GravityCompensationNode(Node):
         self.torque_limit_scale = float(params["torque_limit_scale"])  # in (0, 1]: checked by the schema
         self.law.scale_limits(self.torque_limit_scale)
         self.spec = arm_spec(self.arm)
+        # the fit check (gc/fit_check.py) of an MLSE file before every take-over, on the mean of the arm's own
+        # efforts (setpoint_js) over the last FIT_SAMPLES samples while it held itself
+        tolerance = [float(t) for t in params["fit_tolerance"]]
+        self.fit_check = (FitCheck(self.law, MTM_TOLERANCE if tolerance == [0.0] else tolerance)
+                          if params["fit_check"] and isinstance(self.law, CompensationLaw) else None)
+        self._held_efforts: deque[list[float]] = deque(maxlen=FIT_SAMPLES)
+        self._fit_unchecked_said = False
         self.joints = self.spec.arm_joints  # commanded on servo_jf: all but the jaw
         self._law_dof = len(self.law.total)
         self.supervisor = CompensationSupervisor(settings)
@@ -420,6 +433,9 @@ class GravityCompensationNode(Node):
         # a late sample after a stale fade: the flag is still ours
         if sup.state == CompensationState.FADING_OUT or sup.holding:
             return True
+        if self.fit_check is not None and not self.builtin.owned and self.monitor.settled(now) \
+                and not self._file_fits(now):
+            return False
         decision = self.gate.decide(now, self.monitor.settled(now), self._flag_subscribed,
                                     self._readings_published)
         if decision.warn:
@@ -460,6 +476,32 @@ class GravityCompensationNode(Node):
             return
         self._arm_effort[:] = effort
         self._arm_effort_at = time.monotonic()
+        if self.fit_check is not None:
+            self._held_efforts.append(list(effort))
+
+    def _file_fits(self, now: float) -> bool:
+        """The fit check before a take-over (off the control path): False when the file does not fit the arm
+        held at this pose; the node then refuses (the reason once, no command) and exits with status 2. An arm
+        without a fresh setpoint_js cannot be checked: said once, and taken as before."""
+        assert self.fit_check is not None
+        n = self.joints
+        if now - self._arm_effort_at > max(ARM_EFFORT_FRESH, 3.0 * self.supervisor.period) \
+                or len(self._held_efforts) < FIT_SAMPLES // 2:
+            if not self._fit_unchecked_said and now - self._arm_effort_at > 1.0:
+                self._fit_unchecked_said = True
+                self.get_logger().warning(f"{self.arm} publishes no fresh /{self.arm}/setpoint_js: the fit check "
+                                          "of the gc file cannot run (its holding effort is unknown)")
+                return True
+            return self._fit_unchecked_said
+        mean = [sum(e[i] for e in self._held_efforts) / len(self._held_efforts) for i in range(n)]
+        verdict = self.fit_check.check(self._q_in[:n], mean)
+        if verdict.fits:
+            return True
+        reason = verdict.reason(self.arm, self._names)
+        self.get_logger().error(f"refused: {reason} (fit_check:=false takes the arm without this check)")
+        self._waiting = f"refused: {reason}"
+        request_exit(2)
+        return False
 
     def _arm_effort_now(self, now: float) -> list[float] | None:
         """The arm's own effort if fresh (within a few state periods), clamped to the compensation's limits."""

@@ -38,6 +38,12 @@ SCHEMA = NodeSchema("gravity_compensation", (
     Parameter("blend_travel", Kind.DOUBLE, DEFAULT_TRAVEL,
               "With blend travel: the joint travel over which the direction state turns from one branch to the "
               "other", unit="rad", minimum=0.0, exclusive_minimum=True),
+    Parameter("fit_check", Kind.BOOL, True,
+              "Before every take-over, check that the file fits the arm: its torques at the pose against the "
+              "arm's own holding effort (setpoint_js); a file that does not fit is refused (no command, exit 2)"),
+    Parameter("fit_tolerance", Kind.DOUBLE_ARRAY, (0.0,),
+              "The fit check's per-joint tolerance (7 values, joints 1-7); [0.0]: the measured defaults",
+              unit="N m"),
     Parameter("disable_builtin", Kind.BOOL, True,
               "Turn the dVRK's own compensation off before the first command and restore it as found"),
     Parameter("publish_diagnostics", Kind.BOOL, True,

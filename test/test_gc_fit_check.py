@@ -1,0 +1,84 @@
+"""The fit check of a gc file against the arm's holding effort (gc/fit_check.py): the band of the file's two
+directions, the per-joint distance, the score and the reason; checked against the law itself."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dvrk_ident_ros.errors import DataError
+from dvrk_ident_ros.gc.fit_check import MTM_TOLERANCE, FitCheck
+from dvrk_ident_ros.gc.law import CompensationLaw
+from dvrk_ident_ros.gc.params import GcParameters
+
+Q = [0.1, 0.3, -0.2, 0.4, 1.2, 0.1, 0.0]
+
+
+def _law(offset: float = 0.05) -> CompensationLaw:
+    """Gravity of a plausible MTM (the shared 10 parameters) and direction polynomials that differ by
+    ``offset`` N m (the constant terms): the two directions' torques are a band of that width."""
+    rng = np.random.default_rng(4)
+    pos = np.zeros(40)
+    pos[:10] = rng.normal(0.0, 0.1, 10)
+    neg = pos.copy()
+    for i in range(6):
+        pos[10 + 5 * i] = offset / 2
+        neg[10 + 5 * i] = -offset / 2
+    return CompensationLaw(GcParameters("MTML", "1", pos, neg, np.full(7, 5.0), np.full(7, -5.0)))
+
+
+def _mean_torque(law: CompensationLaw) -> np.ndarray:
+    return np.array(law.compute(Q, [0.0] * 7))  # the console's blend at rest: the middle of the band
+
+
+def test_the_band_is_the_two_directions_torques_and_the_middle_is_the_law_at_rest():
+    law = _law()
+    low, high = FitCheck(law).band(Q)
+    assert np.allclose((np.array(low) + np.array(high)) / 2, _mean_torque(law), atol=1e-12)
+    assert np.allclose(np.array(high)[:6] - np.array(low)[:6], 0.05, atol=1e-12)
+
+
+def test_an_arm_held_inside_the_band_fits_with_score_0():
+    law = _law()
+    low, high = FitCheck(law).band(Q)
+    inside = 0.3 * np.array(low) + 0.7 * np.array(high)
+    verdict = FitCheck(law).check(Q, inside)
+    assert verdict.fits and verdict.score == 0.0 and max(verdict.distance) == 0.0
+
+
+def test_a_distance_is_scaled_by_its_joints_tolerance_and_summed_in_squares():
+    """0.8 of its tolerance off on one joint fits; on two joints at once (score 1.13) it does not."""
+    law = _law()
+    check = FitCheck(law)
+    low, high = check.band(Q)
+    effort = np.array(high)
+    effort[1] += 0.8 * MTM_TOLERANCE[1]
+    one = check.check(Q, effort)
+    assert one.distance[1] == pytest.approx(0.8 * MTM_TOLERANCE[1]) and one.score == pytest.approx(0.8)
+    assert one.fits
+    effort[2] = low[2] - 0.8 * MTM_TOLERANCE[2]  # below the band
+    two = check.check(Q, effort)
+    assert two.distance[2] == pytest.approx(0.8 * MTM_TOLERANCE[2])
+    assert two.score == pytest.approx(np.hypot(0.8, 0.8)) and not two.fits
+
+
+def test_a_file_off_on_the_shoulder_is_refused_with_the_joint_and_the_newton_metres():
+    law = _law()
+    check = FitCheck(law)
+    effort = _mean_torque(law)
+    effort[1] += 0.5  # N m: the weight of another arm's shoulder model
+    verdict = check.check(Q, effort)
+    assert not verdict.fits and verdict.score > 2.0
+    reason = verdict.reason("MTML", ["outer_yaw", "shoulder_pitch", "elbow_pitch"])
+    assert reason.startswith("the gc file does not fit MTML here")
+    assert f"shoulder_pitch {effort[1]:+.3f} N m held" in reason and "elbow_pitch" not in reason
+
+
+@pytest.mark.parametrize("tolerance", [[0.1] * 6, [0.1] * 6 + [0.0], [0.1] * 6 + [float("nan")]])
+def test_a_tolerance_that_is_not_seven_positive_numbers_is_refused(tolerance):
+    with pytest.raises(DataError, match="fit tolerance"):
+        FitCheck(_law(), tolerance)
+
+
+def test_wrong_lengths_are_a_data_error():
+    with pytest.raises(DataError, match="6 positions"):
+        FitCheck(_law()).check(Q[:6], [0.0] * 7)
