@@ -81,6 +81,16 @@ def generate_launch_description():
         # SIGINT first: the job stops its nodes (the recorder closes its bag, the compensation fades out)
         sigterm_timeout="30",
     )
+    # hands the arm back (hold, the dVRK's own compensation as found) if the job's compensation node ends
+    # without doing it (its hold test runs gravity_compensation)
+    safety_net = Node(
+        package=PACKAGE,
+        executable="gc_safety_net",
+        name=["gc_safety_net_", arm],
+        parameters=[_config("config/gc_safety_net.yaml"), {"arm": ParameterValue(arm, value_type=str)}],
+        output="screen",
+        emulate_tty=True,
+    )
     gc_arms = ", ".join(name for spec in mlse_arms() for name in spec.names)
     return LaunchDescription([
         DeclareLaunchArgument("arm", default_value="MTML",
@@ -117,7 +127,9 @@ def generate_launch_description():
         # Applies to every node started after it in this launch file (the job passes it to the nodes it starts).
         SetParameter(name="use_sim_time", value=True, condition=IfCondition(sim)),
         simulated_arm,
+        safety_net,
         job,
         exit_handler(job, "the gc calibration", required=True),
         exit_handler(simulated_arm, "the simulated arm"),
+        exit_handler(safety_net, "the safety net of the gravity compensation"),
     ])

@@ -9,6 +9,9 @@ compensation off while it runs and back on when it stops (config:
 ``disable_builtin``). Parameters: config/gravity_compensation.yaml, then the
 launch arguments. ``arm`` in any case; ``use_sim_time`` true/false/1/0.
 
+Beside it, ``gc_safety_net`` hands the arm back (``hold``, the dVRK's own compensation
+as found) if the compensation ends without doing so itself (a crash, SIGKILL).
+
 The launch ends when the node exits: ``ros2 launch`` exits non-zero when the
 node could not run (a missing or wrong parameter file, ...), 0 after Ctrl-C.
 """
@@ -42,6 +45,16 @@ def generate_launch_description():
         output="screen",
         emulate_tty=True,
     )
+    # hands the arm back (hold, the dVRK's own compensation as found) if the compensation ends without doing it
+    safety_net = Node(
+        package=PACKAGE,
+        executable="gc_safety_net",
+        name=["gc_safety_net_", arm],
+        parameters=[PathJoinSubstitution([FindPackageShare(PACKAGE), "config/gc_safety_net.yaml"]),
+                    {"arm": ParameterValue(arm, value_type=str)}],
+        output="screen",
+        emulate_tty=True,
+    )
     return LaunchDescription([
         DeclareLaunchArgument("arm", default_value="MTML",
                               description=f"dVRK arm to compensate: {', '.join(known_arms())} (any case; a gc file for "
@@ -60,6 +73,8 @@ def generate_launch_description():
             description="true: follow /clock (a simulated arm started with use_sim_time:=true)"),
         canonical_arguments(booleans=("use_sim_time",), arm="arm"),
         SetParameter(name="use_sim_time", value=LaunchConfiguration("use_sim_time")),  # "true"/"false" once canonical
+        safety_net,
         compensation,
         exit_handler(compensation, "the gravity compensation", required=True),
+        exit_handler(safety_net, "the safety net of the gravity compensation"),
     ])

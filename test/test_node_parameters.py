@@ -69,7 +69,7 @@ def test_every_run_time_parameter_says_how_it_takes_effect():
     assert runtime == {"trajectory_player": ("speed_scale",), "recorder": (),
                        "identification_service": ("allow_queue",),
                        "gravity_compensation": ("torque_limit_scale", "publish_diagnostics"), "simulated_arm": (),
-                       "gc_calibration": ()}
+                       "gc_calibration": (), "gc_safety_net": ()}
     for node, names in runtime.items():
         for name in names:
             assert "at run time:" in SCHEMAS[node][name].description, (node, name)

@@ -6,6 +6,7 @@ dVRK's own compensation on, dVRK 2.3 and 2.4 defaults restored at exit."""
 from __future__ import annotations
 
 import math
+import os
 import signal
 import subprocess
 import sys
@@ -1086,3 +1087,51 @@ def test_a_gc_file_of_another_arm_is_refused_before_any_command(ros_env, rclpy_c
     refusal = _lines_with(gc_out, "the gc file does not fit MTML here")
     assert len(refusal) == 1, gc_out
     assert "N m held, file" in refusal[0] and "score" in refusal[0], refusal[0]
+
+
+@pytest.mark.slow
+@pytest.mark.ros
+def test_the_safety_net_hands_back_an_arm_whose_compensation_was_killed(ros_env, rclpy_context, tmp_path):
+    """dvrk-ident launch gravity_compensation on the simulated MTML (dVRK 2.4): stopped with Ctrl-C, the node
+    hands back itself and the net sends nothing; killed with SIGKILL while it compensates, the net (started by
+    the same launch) sends /MTML/hold and the dVRK's own compensation back on, once each, and says so
+    (bench/bench_safety_net.py measures how soon, under both launchers)."""
+    from dvrk_ident_ros.gc.safety_net import read_state, state_path
+
+    model = _sim_gc_file(tmp_path)
+    launch = [sys.executable, "-m", "dvrk_ident_ros.app.cli", "launch", "gravity_compensation", "arm:=mtml",
+              f"parameter_file:={model}"]
+    net_state = state_path("MTML", ros_env["ROS_DOMAIN_ID"])
+    lab = _Lab(rclpy_context, "gc_test_lab_safety_net")
+    with running(_sim("HOMED", "2.4"), ros_env) as sim:
+        assert lab.probe.spin_until(lambda: lab.measured and lab.readings, 20.0, sim), output_of(sim)
+        with running(launch, ros_env) as clean:
+            assert lab.probe.spin_until(lambda: len(lab.servo_jf) > 100, 30.0, clean), output_of(clean)
+            clean.send_signal(signal.SIGINT)
+            assert lab.probe.spin_until(lambda: clean.poll() is not None, 15.0), output_of(clean)
+            lab.probe.spin_for(0.5)
+        clean_holds, clean_flags = len(lab.holds), [m.data for _, m in lab.builtin]
+        before = len(lab.servo_jf)
+        with running(launch, ros_env) as killed:
+            assert lab.probe.spin_until(lambda: len(lab.servo_jf) > before + 100, 30.0, killed), output_of(killed)
+            state = read_state(net_state)
+            assert state is not None and state.owned and state.restore_flag is True, state
+            flags_before = len(lab.builtin)
+            os.kill(state.pid, signal.SIGKILL)
+            at = time.monotonic()
+            assert lab.probe.spin_until(lambda: lab.holds and len(lab.builtin) > flags_before, 5.0), \
+                output_of(killed)
+            lab.probe.spin_for(0.3)
+            assert lab.probe.spin_until(lambda: killed.poll() is not None, 15.0), output_of(killed)
+        out = output_of(killed)
+        holds, flags = [t for t, _ in lab.holds], lab.builtin[flags_before:]
+        on_again = lab.builtin_on()
+    lab.close()
+    print(f"\nafter SIGKILL: hold {1e3 * (holds[0] - at):.0f} ms, flag {1e3 * (flags[0][0] - at):.0f} ms")
+    assert clean_holds == 0 and clean_flags == [False, True], (clean_holds, clean_flags)  # the node's own
+    assert len(holds) == 1 and len(flags) == 1 and flags[0][1].data is True, (holds, flags)
+    assert holds[0] - at < 2.0 and flags[0][0] - at < 2.0  # the figure (0.2 s) is the bench's
+    assert on_again, "the dVRK's own compensation is not back on"
+    assert killed.returncode != 0, out
+    assert len(_lines_with(out, "ended without handing the arm back: /MTML/hold sent, the dVRK's own "
+                                "compensation back on")) == 1, out

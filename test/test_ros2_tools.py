@@ -148,9 +148,10 @@ def test_gc_calibration_takes_a_short_run_from_its_launch_arguments(tmp_path: Pa
 
 @pytest.mark.ros
 @pytest.mark.parametrize(("args", "status", "said"), [
-    # the required node exits 2 (its gc file is missing): the exit handler fails the launch
+    # the required node (the second process: the safety net starts first) exits 2 (its gc file is missing):
+    # the exit handler fails the launch
     (["gravity_compensation.launch.py", "arm:=mtml", "parameter_file:=gc-MTML-0.json"], 1,
-     "the gravity compensation (gravity_compensation-1) exited with status 2: the launch fails"),
+     "the gravity compensation (gravity_compensation-2) exited with status 2: the launch fails"),
     # a trajectory found nowhere stops the launch before any node starts
     (["collect.launch.py", "sim:=true", "trajectory_file:=no/such.yaml"], 1,
      "trajectory file 'no/such.yaml' not found"),

@@ -24,7 +24,7 @@ from dvrk_ident_ros.errors import DvrkIdentError
 
 #: The package's node executables (console scripts of setup.cfg besides dvrk-ident).
 NODES = ("simulated_arm", "trajectory_player", "recorder", "identification_service", "gravity_compensation",
-         "gc_calibration")
+         "gc_safety_net", "gc_calibration")
 
 
 @dataclass(frozen=True)
@@ -138,12 +138,14 @@ def collect_plan(values: dict[str, str]):
 
 
 def gravity_compensation_plan(values: dict[str, str]):
-    """gravity_compensation.launch.py: the compensation node (required)."""
+    """gravity_compensation.launch.py: the safety net, the compensation node (required)."""
     from dvrk_ident_ros.app.launcher import PlannedNode
 
     values = {**values, **canonical_values(values, ("use_sim_time",), "arm")}
     arm = values["arm"]
-    return [PlannedNode("gravity_compensation", {"arm": arm, "parameter_file": values["parameter_file"],
+    return [PlannedNode("gc_safety_net", {"arm": arm, "use_sim_time": _is_true(values["use_sim_time"])},
+                        name=f"gc_safety_net_{arm}"),
+            PlannedNode("gravity_compensation", {"arm": arm, "parameter_file": values["parameter_file"],
                                                  "blend": values["blend"],
                                                  "use_sim_time": _is_true(values["use_sim_time"])},
                         name=f"gravity_compensation_{arm}", required=True)]
@@ -175,8 +177,8 @@ def sim_plan(values: dict[str, str]):
 
 
 def gc_calibration_plan(values: dict[str, str]):
-    """gc_calibration.launch.py: [simulated arm,] the gc job (required); an arm without a gc fit, or a grid
-    found nowhere, is refused before any node starts."""
+    """gc_calibration.launch.py: [simulated arm,] the safety net, the gc job (required); an arm without a gc
+    fit, or a grid found nowhere, is refused before any node starts."""
     from dvrk_ident_ros.app.gc_calibration import CalibrationRefusedError, check_gc_arm, grid_path
     from dvrk_ident_ros.app.launcher import PlannedNode
 
@@ -192,6 +194,7 @@ def gc_calibration_plan(values: dict[str, str]):
         nodes.append(PlannedNode("simulated_arm", {"arm": arm, "publish_clock": True, "clock_rate": 100.0,
                                                    "use_sim_time": True}, name=f"simulated_arm_{arm}"))
     clock = {"use_sim_time": True} if sim else {}
+    nodes.append(PlannedNode("gc_safety_net", {**clock, "arm": arm}, name=f"gc_safety_net_{arm}"))
     nodes.append(PlannedNode("gc_calibration", {**clock, "arm": arm, "serial": values["serial"], "grid_file": str(grid),
                                                 "output_directory": values["output_directory"],
                                                 "home_arm": _is_true(values["home_arm"]),

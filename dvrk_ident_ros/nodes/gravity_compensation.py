@@ -82,6 +82,7 @@ from __future__ import annotations
 
 import gc
 import math
+import os
 import sys
 import time
 from collections import deque
@@ -99,6 +100,7 @@ from dvrk_ident_ros.gc.compensation import load_compensation
 from dvrk_ident_ros.gc.fit_check import MTM_TOLERANCE, FitCheck
 from dvrk_ident_ros.gc.health import STATE_NAMES, compensation_health
 from dvrk_ident_ros.gc.law import CompensationLaw
+from dvrk_ident_ros.gc.safety_net import NetState, state_path, write_state
 from dvrk_ident_ros.gc.supervisor import (
     BuiltinCompensation,
     CompensationState,
@@ -164,6 +166,11 @@ class GravityCompensationNode(Node):
         self.builtin = BuiltinCompensation()
         self.gate = TakeOverGate(self.arm, self.supervisor, self.builtin, disable_builtin=self.disable_builtin,
                                  has_builtin=self.spec.builtin_gravity_compensation)
+        # what the safety net (node gc_safety_net, started beside this one) needs if this process dies without
+        # handing the arm back: written at every take-over and hand-over (gc/safety_net.py)
+        self._net_path = state_path(self.arm)
+        self._net_owned: bool | None = None
+        self._note_ownership()
         self._q = [0.0] * self._law_dof  # the last sample commanded from (the fade-out's), padded for the PSM's jaw
         self._qd = [0.0] * self._law_dof
         self._q_in = [0.0] * self._law_dof  # the sample being checked; swapped with _q once commanded from
@@ -399,6 +406,7 @@ class GravityCompensationNode(Node):
         self.gate.reading_seen()
         if self.builtin.observe(any(msg.effort)):
             self._yield()
+            self._note_ownership()
 
     def _yield(self) -> None:
         """Someone else turned the dVRK's own compensation on: one zero command, stop, do not fight."""
@@ -442,6 +450,7 @@ class GravityCompensationNode(Node):
             self.get_logger().warning(decision.warn)
         if decision.take_over:  # the flag was just taken: the ramp-in starts from the arm's effort before "off"
             self._take_over_from = self._arm_effort_now(now)
+            self._note_ownership()  # before "off" and the first command
         if decision.send_off:
             self._builtin.publish(Bool(data=False))  # before the first command
         if not decision.start:
@@ -510,6 +519,19 @@ class GravityCompensationNode(Node):
         padded = self._arm_effort + [0.0] * (self._law_dof - self.joints)  # the PSM's jaw: none
         return self.law.clamp(padded)[:self.joints]
 
+    def _note_ownership(self) -> None:
+        """Tell the safety net whether this process owns the arm (only when that changes; off the control
+        path). A state that cannot be written is said, and the node goes on: the net is a second line."""
+        owned = self.builtin.owned
+        if owned == self._net_owned:
+            return
+        self._net_owned = owned
+        restore = self.builtin.found if self.disable_builtin else None
+        try:
+            write_state(self._net_path, NetState(self.arm, os.getpid(), owned, restore))
+        except OSError as exc:
+            self.get_logger().warning(f"the safety net's state cannot be written ({self._net_path}): {exc}")
+
     def _flag_subscribed(self) -> bool:
         return self._builtin.get_subscription_count() > 0
 
@@ -525,6 +547,7 @@ class GravityCompensationNode(Node):
         owned = self.builtin.owned
         reading = self.builtin.reading
         value = self.builtin.hand_over()
+        self._note_ownership()  # the node hands back itself: the net has nothing to do
         if owned:
             self.supervisor.release(count)
         self.gate.not_ready()  # the wait for a fresh reading starts again with the next sample

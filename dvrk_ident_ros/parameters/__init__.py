@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dvrk_ident_ros.parameters import (
     gc_calibration,
+    gc_safety_net,
     gravity_compensation,
     identification_service,
     recorder,
@@ -14,7 +15,8 @@ from dvrk_ident_ros.parameters.schema import Kind, NodeSchema, Parameter, Parame
 
 #: Every node's schema, by node (executable) name.
 SCHEMAS: dict[str, NodeSchema] = {module.SCHEMA.node: module.SCHEMA for module in (
-    trajectory_player, recorder, identification_service, gravity_compensation, simulated_arm, gc_calibration)}
+    trajectory_player, recorder, identification_service, gravity_compensation, simulated_arm, gc_calibration,
+    gc_safety_net)}
 
 
 def schema_of(node: str) -> NodeSchema | None:
