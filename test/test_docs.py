@@ -148,18 +148,47 @@ def shell_blocks(path: Path, document: str) -> list[Block]:
 BLOCKS = [b for d in DOCUMENTS if (REPO_ROOT / d).is_file() for b in shell_blocks(REPO_ROOT / d, d)]
 
 
-def signal_session(session: int, signum: int) -> None:
-    """Ctrl-C (or a kill) to every process of the block's session, as a terminal's reaches its jobs: with job
-    control on, bash runs each job in a process group of its own, so a signal to the shell's group alone would
-    leave the job running, orphaned, holding the output pipe open."""
+def _session_groups(session: int) -> dict[int, list[int]]:
+    """The process groups of ``session`` and their processes (from /proc)."""
+    groups: dict[int, list[int]] = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             fields = stat.read_text().rpartition(")")[2].split()
         except OSError:
             continue  # ended meanwhile
         if int(fields[3]) == session:  # after the name: state, ppid, pgrp, session
+            groups.setdefault(int(fields[2]), []).append(int(stat.parent.name))
+    return groups
+
+
+def ctrl_c(session: int) -> None:
+    """Ctrl-C as a terminal sends it: to the job in the foreground. With job control on (set -m, as in a
+    terminal) bash runs each job in a process group of its own; the shell's own group (the session's) gets it
+    only when no job is left. (A signal to the shell alone would leave the job running, orphaned, holding the
+    output pipe open; to every process at once, ros2 launch would get it twice: once more from the shell's
+    EXIT trap.)"""
+    groups = _session_groups(session)
+    jobs = [group for group in groups if group != session] or [session]
+    for group in jobs:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(group, signal.SIGINT)
+
+
+def kill_session(session: int) -> None:
+    """SIGKILL to every process of the session (a block still running long after Ctrl-C)."""
+    for pids in _session_groups(session).values():
+        for pid in pids:
             with contextlib.suppress(ProcessLookupError):
-                os.kill(int(stat.parent.name), signum)
+                os.kill(pid, signal.SIGKILL)
+
+
+def logs_of(directory: Path) -> str:
+    """The tails of the logs a block wrote (``> collect.log``): what its background commands said."""
+    parts = []
+    for log in sorted(directory.glob("*.log")):
+        with contextlib.suppress(OSError):
+            parts.append(f"--- {log.name} (last 40 lines) ---\n" + "\n".join(log.read_text().splitlines()[-40:]))
+    return "\n".join(parts)
 
 
 def run_block(block: Block, directory: Path, env: dict[str, str], setup_script: Path,
@@ -184,11 +213,11 @@ def run_block(block: Block, directory: Path, env: dict[str, str], setup_script: 
         out, _ = proc.communicate(timeout=RUNNING_FOR)
         return subprocess.CompletedProcess(args, -1, f"ended before Ctrl-C (status {proc.returncode}):\n{out}", "")
     except subprocess.TimeoutExpired:
-        signal_session(proc.pid, signal.SIGINT)
+        ctrl_c(proc.pid)
     try:
         out, _ = proc.communicate(timeout=STOP_WITHIN)
     except subprocess.TimeoutExpired:
-        signal_session(proc.pid, signal.SIGKILL)
+        kill_session(proc.pid)
         out, _ = proc.communicate(timeout=STOP_WITHIN)
         return subprocess.CompletedProcess(args, -9, f"still running {STOP_WITHIN:g} s after Ctrl-C:\n{out}", "")
     clean = proc.returncode in (0, 130, -signal.SIGINT) and "Traceback" not in out
@@ -267,7 +296,8 @@ def test_documented_commands_run(block: Block, document_directories, user_env):
     stage(block, work)
     proc = run_block(block, work, user_env, _setup_script())
     output = proc.stdout + proc.stderr
-    assert proc.returncode == 0, f"{block.id} exited {proc.returncode}:\n{block.code}\n--- output ---\n{output}"
+    assert proc.returncode == 0, \
+        f"{block.id} exited {proc.returncode}:\n{block.code}\n--- output ---\n{output}\n{logs_of(work)}"
     check_promises(block, work, output)
 
 
