@@ -55,11 +55,12 @@ def test_launch_plan_follows_the_arguments():
     from dvrk_ident_ros.app.launch_commands import launch_plan
 
     nodes = launch_plan("gc_calibration", ["arm:=mtmr", "serial:=41878", "sim:=True", "hold_poses:=3"])
-    assert [n.name for n in nodes] == ["simulated_arm_MTMR", "gc_calibration_MTMR"]
-    job = nodes[1]
+    assert [n.name for n in nodes] == ["simulated_arm_MTMR", "gc_safety_net_MTMR", "gc_calibration_MTMR"]
+    net, job = nodes[1], nodes[2]
+    assert not net.required and net.parameters == {"use_sim_time": True, "arm": "MTMR"}
     assert job.required and job.parameters["home_arm"] is True and job.parameters["hold_poses"] == 3
     assert job.parameters["grid_file"].endswith("config/grids/mtmr_gc_grid.yaml")
-    assert [n.node for n in launch_plan("gc_calibration", ["serial:=1"])] == ["gc_calibration"]
+    assert [n.node for n in launch_plan("gc_calibration", ["serial:=1"])] == ["gc_safety_net", "gc_calibration"]
 
 
 def test_orders():
