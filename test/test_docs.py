@@ -14,6 +14,10 @@ run after a few seconds, then end cleanly on SIGINT. A ``python`` block runs in 
 run the real ros2 tools (`make setup` builds them from ../shared/vendor/ros2-tools) and skip, saying so,
 where they are not built.
 
+The blocks start nodes that run on the clock (a simulated arm, a collect in sim time), so the module is
+marked ``ros``: ``make test`` runs it with the node tests at normal priority, not at idle priority beside
+them (there a sim-time collect ran at a third of real time and its player aborted).
+
 A block that cannot run here starts with a comment line that says why, which the reader sees:
 ``# not run by the tests: <reason>`` (a real arm, a lab's ROS workspace, the suite itself); one that another
 test runs as it stands (a long job, checked there in detail) says ``# run by test/<file>.py``, and that file
@@ -36,6 +40,8 @@ from typing import Any
 
 import pytest
 from conftest import REPO_ROOT, SHARED, next_domain_id
+
+pytestmark = pytest.mark.ros  # see the module's docstring: with the node tests
 
 pytest_codeblocks = pytest.importorskip("pytest_codeblocks", reason="pytest-codeblocks is not installed")
 
