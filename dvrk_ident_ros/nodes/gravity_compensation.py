@@ -441,11 +441,10 @@ class GravityCompensationNode(Node):
         # a late sample after a stale fade: the flag is still ours
         if sup.state == CompensationState.FADING_OUT or sup.holding:
             return True
-        if self.fit_check is not None and not self.builtin.owned and self.monitor.settled(now) \
-                and not self._file_fits(now):
+        settled = self.monitor.settled(now)
+        if self.fit_check is not None and not self.builtin.owned and settled and not self._file_fits(now):
             return False
-        decision = self.gate.decide(now, self.monitor.settled(now), self._flag_subscribed,
-                                    self._readings_published)
+        decision = self.gate.decide(now, settled, self._flag_subscribed, self._readings_published)
         if decision.warn:
             self.get_logger().warning(decision.warn)
         if decision.take_over:  # the flag was just taken: the ramp-in starts from the arm's effort before "off"
