@@ -28,9 +28,17 @@ def _rclpy_available() -> bool:
 def next_domain_id() -> int:
     """A ROS_DOMAIN_ID unused by earlier tests of this run, in DVRK_IDENT_TEST_DOMAINS ("low:high", both
     included; default 1:100, valid on Linux): tools/test.sh gives two pytest runs side by side disjoint
-    ranges."""
+    ranges, and under pytest-xdist each worker takes its own slice of its run's range."""
     low, _, high = os.environ.get("DVRK_IDENT_TEST_DOMAINS", "1:100").partition(":")
     first, last = int(low), int(high)
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if worker.startswith("gw") and workers > 1:
+        size = (last - first + 1) // workers
+        if size < 1:
+            raise RuntimeError(f"DVRK_IDENT_TEST_DOMAINS={low}:{high} has fewer domains than {workers} workers")
+        first += int(worker[2:]) * size
+        last = first + size - 1
     return first + (os.getpid() * 13 + next(_domain_counter)) % (last - first + 1)
 
 

@@ -35,16 +35,21 @@ if [ $# -gt 0 ]; then
   "$venv/bin/python" -m pytest test "$@"
   tests=$?
 else
-  # The whole suite: the node tests (`ros`: nodes in subprocesses, timed) in the foreground, and beside
-  # them the core's tests (CPU-bound, untimed) at idle priority, so that they only take the CPU the node
-  # tests leave (about a third of this 2-core machine: the nodes mostly wait on each other and on the
-  # clock). Disjoint ROS_DOMAIN_ID ranges keep the two runs' nodes apart.
+  # The whole suite: the node tests (`ros`: nodes in subprocesses, timed) in the foreground on two
+  # pytest-xdist workers (the nodes mostly wait on each other and on the clock: one run of them keeps
+  # about 0.6 of a core busy), and beside them the core's tests (CPU-bound, untimed) at idle priority, so
+  # that they only take the CPU the node tests leave. Disjoint ROS_DOMAIN_ID ranges keep the runs' nodes
+  # apart (each xdist worker takes its own slice of the node tests' range: test/conftest.py).
+  # DVRK_IDENT_NODE_WORKERS=1 runs the node tests in one process, as before.
   idle() { if chrt -i 0 true 2>/dev/null; then chrt -i 0 "$@"; else nice -n 19 "$@"; fi; }
   core_log=build/pytest-core$tag.log
   DVRK_IDENT_TEST_DOMAINS=71:100 idle "$venv/bin/python" -m pytest test -m "not ros" -p no:cacheprovider --durations=10 \
       > "$core_log" 2>&1 &
   core_pid=$!
-  DVRK_IDENT_TEST_DOMAINS=1:70 "$venv/bin/python" -m pytest test -m ros --durations=10
+  workers=${DVRK_IDENT_NODE_WORKERS:-2}
+  spread=()
+  if [ "$workers" -gt 1 ]; then spread=(-n "$workers" --dist worksteal); fi
+  DVRK_IDENT_TEST_DOMAINS=1:70 "$venv/bin/python" -m pytest test -m ros --durations=10 "${spread[@]}"
   node_tests=$?
   wait "$core_pid"
   core_tests=$?
