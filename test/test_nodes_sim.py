@@ -360,3 +360,69 @@ def test_disabled_arm_publishes_invalid_zeros_ignores_commands_until_enabled_and
     assert all(s > 0 for s in homed_stamps) and np.max(np.abs(at_home - core.home)) < 0.01
     assert len(faulted) > 5 and all(zero(m) for m in faulted), "a faulted arm published data"
     assert "MTML: ENABLED, homed -> FAULT, not homed (fault injected (simulation))" in out, out
+
+
+@pytest.mark.ros
+@pytest.mark.parametrize("arm", ["MTML", "PSM1"])
+def test_the_dvrk_clients_waits_hold_event_by_event(ros_env, rclpy_context, arm):
+    """As the dVRK's Python client sees the arm (helpers/crtk_semantics.py: only strictly newer stamps kept,
+    a move's wait needs a busy event newer than its start, then idle): an event answers every state command,
+    changed or not; 20 back-to-back move_jp waits each return True with the arm's setpoint at the goal, none
+    early, none at the timeout; a PSM's jaw close and open likewise; no two events share a stamp."""
+    from crtk_msgs.msg import OperatingState
+    from helpers.crtk_semantics import ClientView
+
+    from dvrk_ident_ros.nodes.common import EVENT_QOS
+
+    probe = Probe(rclpy_context, f"client_view_{arm.lower()}")
+    client = ClientView(probe, arm)
+    latched = probe.collect(OperatingState, f"/{arm}/operating_state", EVENT_QOS)
+    core = _core_arm(arm)
+    joints = 6 if arm == "PSM1" else 7
+    home = core.home[:joints]
+    away = home.copy()
+    away[0] += 0.15
+    away[3] -= 0.2
+    goals = [away if k % 2 == 0 else home for k in range(20)]
+    waits = []
+    with running(_sim(arm, "publish_rate:=200.0", "initial_state:=HOMED", "homing_time:=0.5"), ros_env) as proc:
+        assert probe.wait_for_graph(proc, publishers=[f"/{arm}/operating_state"], subscribers=client.publishers(),
+                                    timeout=30.0), output_of(proc)
+        # the client subscribes volatile: it sees no event before its first command. The latched state at start
+        # (a transient_local subscriber's) is stamped on the arm's clock (the wall clock here), not at 1 s
+        assert probe.spin_until(lambda: latched and client.setpoint, 10.0, proc), output_of(proc)
+        first = latched[0][1]
+        assert (first.state, first.is_homed) == ("ENABLED", True)
+        assert abs(_stamp(first) - 1e-9 * client.now_ns()) < 30.0, _stamp(first)
+        for command, state in (("enable", "ENABLED"), ("disable", "DISABLED"), ("disable", "DISABLED"),
+                               ("enable", "ENABLED")):
+            client.state_command(command)
+            assert client.wait_state(state), f"{command}: no event saying {state}\n{output_of(proc)}"
+        client.state_command("home")
+        assert probe.spin_until(lambda: client.kept.is_homed and not client.kept.is_busy, 15.0, proc), \
+            output_of(proc)
+        for goal in goals:
+            start = client.move_jp(goal)
+            ok, seconds = client.wait_move(start)
+            probe.spin_for(0.03)  # the period's setpoint_js (another topic: it may arrive just after the event)
+            setpoint = np.array(client.setpoint[-1].position[:joints])
+            waits.append((ok, seconds, float(np.max(np.abs(setpoint - goal)))))
+        if arm == "PSM1":
+            for angle in (np.radians(-20.0), np.radians(60.0)):  # jaw.close(), jaw.open()
+                start = client.move_jp([angle], jaw=True)
+                ok, seconds = client.wait_move(start)
+                probe.spin_for(0.03)
+                full = core.q_ref.copy()
+                full[joints] = angle
+                clipped = core.checker.clamp_position(full)[joints]  # the arm clips a goal to its limits
+                waits.append((ok, seconds, abs(client.jaw_setpoint[-1].position[0] - clipped)))
+        assert proc.poll() is None, output_of(proc)
+    probe.close()
+    print(f"\n{arm}: {len(waits)} waits, "
+          + ", ".join(f"{s:.2f} s" for _, s, _ in waits[:6]) + "...; worst setpoint error at return "
+          + f"{max(e for _, _, e in waits):.2e} rad")
+    assert all(ok for ok, _, _ in waits), waits
+    assert max(e for _, _, e in waits) < 1e-6, waits  # at the goal when the wait returned: not early
+    assert all(0.09 < s < 5.0 for _, s, _ in waits), waits  # a move lasts at least 0.1 s
+    assert len(set(client.stamps)) == len(client.stamps), "two events shared a stamp"
+    assert client.stamps == sorted(client.stamps)

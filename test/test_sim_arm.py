@@ -446,3 +446,61 @@ def test_a_psm_jaw_move_joins_the_arms_move_as_the_dvrks_jaw_move_jp(psm_config)
     # the third pose's wrist yaw with the second pose's jaw is outside the blades' coupled limits
     clipped = arm.checker.clamp_position(np.append(poses[2][:6], poses[1][6]))
     assert np.abs(clipped[:6] - poses[2][:6]).max() > 0.01
+
+
+def _states(events) -> list[tuple[str, bool, bool]]:
+    return [(e.state, e.is_homed, e.is_busy) for e in events]
+
+
+def test_every_accepted_state_command_is_answered_by_an_event_changed_or_not(mtm_config):
+    """The console publishes operating_state on every accepted state_command (the dVRK Python client's enable()
+    on an enabled arm and disable() on a disabled one wait for it), and once at start."""
+    arm = SimulatedArm(mtm_config, "MTML", noise=False)
+    assert _states(arm.pop_status_events()) == [("ENABLED", True, False)]  # the state at start
+    arm.state_command("enable")
+    assert _states(arm.pop_status_events()) == [("ENABLED", True, False)]
+    arm.state_command("disable")
+    arm.state_command("disable")
+    assert _states(arm.pop_status_events()) == [("DISABLED", False, False)] * 2
+    with pytest.raises(DvrkIdentError):
+        arm.state_command("dance")
+    assert arm.pop_status_events() == []  # refused: no event
+    arm.advance(0.1)
+    assert arm.pop_status_events() == []  # nothing happened
+
+
+def test_a_move_is_busy_at_its_start_and_idle_at_its_end_one_event_each(psm_config):
+    """Each move_jp starts with a busy event, a move_jp that replaces a running one too (no idle between them),
+    and the arm's idle event comes once, at the end of the last; a jaw move likewise."""
+    arm = SimulatedArm(psm_config, "PSM1", noise=False)
+    arm.pop_status_events()
+    home = arm.q.copy()
+    goal = home.copy()
+    goal[0] += 0.2
+    duration = arm.move_jp(goal)
+    assert _states(arm.pop_status_events()) == [("ENABLED", True, True)]
+    arm.advance(duration / 2)
+    assert arm.pop_status_events() == []
+    arm.move_jp(home)  # replaces the running move
+    assert _states(arm.pop_status_events()) == [("ENABLED", True, True)]
+    arm.advance(duration + 0.2)
+    assert _states(arm.pop_status_events()) == [("ENABLED", True, False)]
+    arm.move_jp(arm.q_ref)  # a move to where the setpoint is: still a busy event, then idle
+    arm.advance(0.2)
+    assert _states(arm.pop_status_events()) == [("ENABLED", True, True), ("ENABLED", True, False)]
+    jaw = arm.q_ref.copy()
+    jaw[6] = 0.5
+    arm.move_joints(jaw, [6])
+    arm.advance(2.0)
+    assert _states(arm.pop_status_events()) == [("ENABLED", True, True), ("ENABLED", True, False)]
+
+
+def test_homing_and_a_fault_are_events(psm_config):
+    arm = SimulatedArm(psm_config, "PSM1", noise=False, initial_state="DISABLED", homing_time=0.5)
+    arm.pop_status_events()
+    arm.state_command("home")
+    assert _states(arm.pop_status_events()) == [("ENABLED", False, True)]
+    arm.advance(5.0)
+    assert _states(arm.pop_status_events()) == [("ENABLED", True, False)]
+    arm.inject_fault("test")
+    assert _states(arm.pop_status_events()) == [("FAULT", False, False)]

@@ -101,6 +101,7 @@ from dvrk_ident_ros.sim.operating import ArmNotReadyError
 from dvrk_ident_ros.sim.pacing import RealTimePacer, WallClockSchedule
 
 SIM_EPOCH = 1.0  # s: simulated time starts here (0 means "no time yet" to rclpy)
+EVENT_STEP_NS = 1000  # ns: an event is stamped at least this long after the last one (and after its instant)
 INVALID_STAMP = Time(sec=0, nanosec=0)  # the bridge's mark of invalid data
 NOT_READY_EVERY = 2.0  # s: at most one "arm not ready" warning per command topic in this time
 COMMAND_FAILURES = 100  # exceptions out of the command executor before the node gives up (logged each second)
@@ -181,6 +182,7 @@ class SimulatedArmNode(Node):
         self._crtk = crtk_messages()
         self._state_pub = pub("operating_state", self._crtk.OperatingState, EVENT_QOS) if self._crtk else None
         self._published_status: OperatingStatus | None = None
+        self._last_event_ns = 0  # the last operating_state event's stamp
         self._clock_pub = self.create_publisher(Clock, "/clock", 10) if self.publish_clock else None
 
         self._lock = threading.Lock()  # commands (the executor thread) vs physics (the loop of spin())
@@ -255,22 +257,36 @@ class SimulatedArmNode(Node):
 
     # -- events: operating state, goal reached, "arm not ready" ---------------------------
     def _publish_events(self) -> None:
-        """operating_state when it changed (logged), goal_reached for every move that ended; lock held."""
-        status = self.sim.status
-        if status != self._published_status:
-            old, self._published_status = self._published_status, status
-            reason = self.sim.operating.fault_reason if status.state == "FAULT" else ""
-            change = f"{self.arm}: {old.describe() if old else 'start'} -> {status.describe()}"
-            if reason:  # rclpy: one severity per call site
-                self.get_logger().warning(f"{change} ({reason})")
-            else:
-                self.get_logger().info(change)
+        """Every operating_state event of the arm (a change, an accepted state command, a move's start and end),
+        each with its own stamp, strictly newer than the last (the client keeps only newer ones); a change is
+        logged. goal_reached for every move that ended; lock held."""
+        for status in self.sim.pop_status_events():
+            if status != self._published_status:
+                old, self._published_status = self._published_status, status
+                reason = self.sim.operating.fault_reason if status.state == "FAULT" else ""
+                change = f"{self.arm}: {old.describe() if old else 'start'} -> {status.describe()}"
+                if reason:  # rclpy: one severity per call site
+                    self.get_logger().warning(f"{change} ({reason})")
+                else:
+                    self.get_logger().info(change)
             if self._state_pub is not None:
                 msg = self._crtk.OperatingState(state=status.state, is_homed=status.is_homed, is_busy=status.is_busy)
-                msg.header.stamp = self._now()
+                msg.header.stamp = self._event_stamp()
                 self._state_pub.publish(msg)
         for reached in self.sim.pop_goal_events():
             self._goal_pub.publish(Bool(data=reached))
+
+    def _event_stamp(self) -> Time:
+        """An event's stamp: its instant (the simulated time on /clock, just after the instant a command was
+        taken at; the wall time on the wall clock, where the physics runs behind), at least 1 us after the last
+        event's, so that two events never share a stamp."""
+        if self.publish_clock:
+            ns = round((self._stamp_origin + self.sim.time) * 1e9) + EVENT_STEP_NS
+        else:
+            ns = self.get_clock().now().nanoseconds
+        ns = max(ns, self._last_event_ns + EVENT_STEP_NS)
+        self._last_event_ns = ns
+        return Time(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
 
     def _now(self) -> Time:
         """The stamp of the current simulated time (on /clock, or the wall time it stands for)."""

@@ -211,6 +211,11 @@ class SimulatedArm:
         self._requested = np.zeros(self.dof)  # the running move_jp's goal as asked, before the clip
         self._goal_events: list[bool] = []
         self.time = 0.0
+        # operating_state events, as the console sends them: one per accepted state command (changed or not),
+        # one at every move's start (busy) and end (idle), one at every other change (homed, fault)
+        self._status_dirty = False
+        self._last_status = self.status
+        self._status_events: list[OperatingStatus] = [self._last_status]
         self._servo_time = np.zeros(self.dof)  # per joint: when its streamed setpoint was set (first-order hold)
         self._servo_until = np.zeros(self.dof)  # per joint: carried forward until then, then held
         self._pending: list[_PendingServo] = []  # stamped servo_jp not due yet, by time
@@ -247,14 +252,19 @@ class SimulatedArm:
         return "" if self.ready else self.operating.not_ready_reason(arm)
 
     def state_command(self, command: str) -> None:
-        """A crtk state command (enable, disable, home, unhome, pause, resume); DvrkIdentError if unknown."""
+        """A crtk state command (enable, disable, home, unhome, pause, resume); DvrkIdentError if unknown.
+        An accepted command is answered by an event even when nothing changes (the console's "so user
+        knows which state is current")."""
         self._act(self.operating.command(command))
+        self._flush_status(force=True)
 
     def inject_fault(self, reason: str = "fault injected") -> None:
         """Put the arm in FAULT at once (the simulation's test hook)."""
         self._act(self.operating.fault(reason))
+        self._flush_status()
 
     def _act(self, action: Action) -> None:
+        self._status_dirty = True
         if action == Action.HOLD:
             self._hold()
         elif action == Action.HOME:
@@ -265,6 +275,20 @@ class SimulatedArm:
                 self._move, self._homing_move = (self.time, q_from, self.home.copy(), duration), True
             self.operating.start_homing(self.time, duration)
             self.operating.update(self.time)  # homing_time 0 at the home pose: homed at once
+
+    def _flush_status(self, force: bool = False) -> None:
+        """Note the status as an event when it may have changed and did (or when ``force``: a command's
+        answer, a move's start)."""
+        status = self.status
+        if force or (self._status_dirty and status != self._last_status):
+            self._status_events.append(status)
+            self._last_status = status
+        self._status_dirty = False
+
+    def pop_status_events(self) -> list[OperatingStatus]:
+        """The operating_state events since the last call, oldest first (the first call: the state at start)."""
+        events, self._status_events = self._status_events, []
+        return events
 
     def pop_goal_events(self) -> list[bool]:
         """Goal-reached events since the last call: True when a move_jp ended, False when it was cut short."""
@@ -278,14 +302,17 @@ class SimulatedArm:
         ready, not homed) and the homing leaves its path; the simulation faults, so that it shows."""
         if self.operating.homing and (effort or self.operating.data_valid):
             self._act(self.operating.fault(f"{what} while homing"))
+            self._flush_status()
             raise ArmNotReadyError(f"{what}: a command while homing: the arm faulted")
         if not self.ready:
             reason = "no tool engaged" if self.operating.commandable else self.status.describe()
             raise ArmNotReadyError(f"{what}: ignored, arm not ready ({reason})")
 
     def _cancel_move(self) -> None:
-        if self._move is not None and not self._homing_move:
-            self._goal_events.append(False)
+        if self._move is not None:
+            self._status_dirty = True
+            if not self._homing_move:
+                self._goal_events.append(False)
         self._move = None
         self._homing_move = False
 
@@ -405,6 +432,7 @@ class SimulatedArm:
         self._drop_pending()
         self.mode = POSITION
         self._move = (self.time, start.copy(), q, duration)
+        self._flush_status(force=True)  # busy, even when a move was already running
         return duration
 
     def move_joints(self, goal, joints) -> float:
@@ -427,11 +455,13 @@ class SimulatedArm:
         self._cancel_move()
         self._drop_pending()
         self.mode = EFFORT
+        self._flush_status()
 
     def hold(self) -> None:
         """Position mode at the current pose."""
         self.require_ready("hold")
         self._hold()
+        self._flush_status()
 
     def _hold(self) -> None:
         self._cancel_move()
@@ -484,6 +514,7 @@ class SimulatedArm:
             if not self._homing_move:
                 self._goal_events.append(True)
             self._move, self._homing_move = None, False
+            self._status_dirty = True
             self.qd_ref = np.zeros(self.dof)
         self._servo_time[:] = self.time
         self._servo_until[:] = self.time
@@ -511,7 +542,8 @@ class SimulatedArm:
         self.time += self.dt
         if q_ref is not None and self.operating.supervised:
             self._check_tracking(q_ref)
-        self.operating.update(self.time)
+        if self.operating.update(self.time) or self._status_dirty:
+            self._flush_status()
 
     def _check_tracking(self, q_ref: np.ndarray) -> None:
         """FAULT when the PID's setpoint and the position part further than ``tracking_limit``."""
