@@ -82,3 +82,37 @@ def test_a_tolerance_that_is_not_seven_positive_numbers_is_refused(tolerance):
 def test_wrong_lengths_are_a_data_error():
     with pytest.raises(DataError, match="6 positions"):
         FitCheck(_law()).check(Q[:6], [0.0] * 7)
+
+
+# -- the take-over guard (gc/takeover_guard.py) ------------------------------------------------------------
+def test_the_guard_trips_on_the_joint_furthest_beyond_its_limit_within_its_window():
+    from dvrk_ident_ros.gc.takeover_guard import MTM_GUARD_LIMIT, TakeoverGuard
+
+    guard = TakeoverGuard(MTM_GUARD_LIMIT, window=2.0)
+    assert not guard.watching and guard.check(Q, 0.0) == -1  # not started: nothing to watch
+    assert not guard.start(Q, [0.0, 0.06] + [0.0] * 5, 10.0) and not guard.watching  # moving: not its file's
+    assert guard.start(Q, [0.04] * 7, 10.0)
+    q = list(Q)
+    q[1] += 0.09  # 90 % of the shoulder's limit
+    q[4] -= 0.15  # 75 % of the wrist pitch's
+    assert guard.watching and guard.check(q, 11.0) == -1 and guard.worst == pytest.approx(0.9)
+    q[4] = Q[4] - 0.25  # 125 %: the wrist pitch now
+    q[2] += 0.11  # 110 %
+    assert guard.check(q, 11.5) == 4
+    assert guard.displacement(q, 4) == pytest.approx(-0.25)
+    assert guard.check(q, 12.01) == -1 and not guard.watching  # the window has passed: the guard stops
+
+
+def test_the_guard_starts_again_at_every_take_over_and_refuses_bad_limits():
+    from dvrk_ident_ros.gc.takeover_guard import TakeoverGuard
+
+    guard = TakeoverGuard((0.1, 0.1), window=1.0)
+    guard.start([0.0, 0.0], [0.0, 0.0], 0.0)
+    assert guard.check([0.2, 0.0], 0.5) == 0
+    guard.start([0.2, 0.0], [0.0, 0.0], 5.0)  # the next take-over, where the arm rests now
+    assert guard.check([0.25, 0.0], 5.5) == -1 and guard.worst == pytest.approx(0.5)
+    for limits in ((), (0.1, 0.0), (0.1, float("nan"))):
+        with pytest.raises(DataError, match="take-over guard limits"):
+            TakeoverGuard(limits)
+    with pytest.raises(DataError, match="window"):
+        TakeoverGuard((0.1,), window=0.0)

@@ -44,9 +44,11 @@ def _gc_file(tmp_path, spread: float = 0.02, seed: int = 1) -> tuple[str, GcPara
     return str(path), params
 
 
-def _gc_node(parameter_file: str, *params: str, arm: str = ARM) -> list[str]:
+def _gc_node(parameter_file: str, *params: str, arm: str = ARM, checks: bool = False) -> list[str]:
+    """The node; without ``checks`` (the harness's synthetic states jump from pose to pose, and hold no arm) the
+    fit check and the take-over guard are off (fit_check:=false)."""
     cmd = [sys.executable, "-m", "dvrk_ident_ros.nodes.gravity_compensation", "--ros-args", "-p", f"arm:={arm}",
-           "-p", f"parameter_file:={parameter_file}"]
+           "-p", f"parameter_file:={parameter_file}"] + ([] if checks else ["-p", "fit_check:=false"])
     for p in params:
         cmd += ["-p", p]
     return cmd
@@ -278,7 +280,7 @@ def test_the_ramp_in_starts_from_the_arm_s_own_effort(ros_env, rclpy_context, tm
 
     # the arm's effort is far from this file's torques on purpose (a visible ramp): the fit check would
     # refuse the file (test_a_gc_file_of_another_arm_is_refused_before_any_command), so it is off here
-    with running(_gc_node(path, "ramp_in_time:=0.4", "fit_check:=false"), ros_env) as proc:
+    with running(_gc_node(path, "ramp_in_time:=0.4"), ros_env) as proc:
         h.wait_ready(proc)
         assert h.probe.wait_for_graph(proc, subscribers=[setpoint]), output_of(proc)
         for k in range(-5, 0):
@@ -847,7 +849,7 @@ class _Lab:
 def _lab_gc_node(parameter_file: str, *params: str) -> list[str]:
     """The node for the lab tests, with its defaults for a 100 Hz arm (a hiccup of this loaded machine is a late
     sample at most: a dip, no hand-over)."""
-    return _gc_node(parameter_file, *params)
+    return _gc_node(parameter_file, *params, checks=True)
 
 
 def _lines_with(out: str, text: str) -> list[str]:
@@ -1135,3 +1137,42 @@ def test_the_safety_net_hands_back_an_arm_whose_compensation_was_killed(ros_env,
     assert killed.returncode != 0, out
     assert len(_lines_with(out, "ended without handing the arm back: /MTML/hold sent, the dVRK's own "
                                 "compensation back on")) == 1, out
+
+
+@pytest.mark.ros
+def test_a_file_that_pulls_the_arm_away_after_the_take_over_is_stopped(ros_env, rclpy_context, tmp_path):
+    """A file only a little off (the simulated MTML's own model with the shoulder link's first moment along x
+    5 % larger: about 0.18 N m on the shoulder at home) is taken over, then pulls the arm away from where it
+    rested: the take-over guard (gc/takeover_guard.py) stops it within its window: /MTML/hold, the dVRK's own
+    compensation back on as found, the joint and its displacement in the reason, exit status 2."""
+    import json
+
+    from dvrk_ident_ros.sim.config import load_sim_config
+
+    document = json.loads(load_sim_config("mtm").parameter_file.read_text())
+    document["standard"]["l3'x"] *= 1.05
+    path = tmp_path / "mtm_other_arm.json"
+    path.write_text(json.dumps(document))
+    lab = _Lab(rclpy_context, "gc_test_lab_pulled_away")
+    with running(_sim("HOMED", "2.4"), ros_env) as sim, running(_lab_gc_node(str(path)), ros_env) as gc:
+        lab.wait_up(sim, gc)
+        assert lab.probe.spin_until(lambda: lab.servo_jf, 20.0, gc), output_of(gc)
+        taken_at = np.array(lab.measured[-1][1].position)
+        assert lab.probe.spin_until(lambda: gc.poll() is not None, 10.0), \
+            f"the node did not stop: {np.array(lab.measured[-1][1].position) - taken_at}\n{output_of(gc)}"
+        lab.probe.spin_for(0.5)
+        held_at = np.array(lab.measured[-1][1].position)
+        lab.probe.spin_for(1.0)
+        code = gc.wait()
+        rest = np.array(lab.measured[-1][1].position)
+    gc_out = output_of(gc)
+    holds, flags = len(lab.holds), [m.data for _, m in lab.builtin]
+    lab.close()
+    assert code == 2, gc_out
+    stopped = _lines_with(gc_out, "the gc file pulled MTML away from where it rested")
+    assert len(stopped) == 1 and "/MTML/hold sent" in stopped[0], gc_out
+    assert holds >= 1 and flags[-1] is True, (holds, flags)  # held, and the flag back on as found
+    moved = np.max(np.abs(rest - held_at))
+    print(f"\n{stopped[0]}\nthe arm moved {moved:.4f} rad at most between 0.5 s and 1.5 s after the stop "
+          f"({np.max(np.abs(rest - taken_at)):.3f} rad from where the first command found it)")
+    assert moved < 0.01, moved  # held where the guard stopped it, not falling

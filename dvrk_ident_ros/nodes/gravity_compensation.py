@@ -108,6 +108,7 @@ from dvrk_ident_ros.gc.supervisor import (
     SupervisorSettings,
 )
 from dvrk_ident_ros.gc.takeover import TakeOverGate
+from dvrk_ident_ros.gc.takeover_guard import GUARD_LIMITS, TakeoverGuard
 from dvrk_ident_ros.nodes.common import (
     CONTROL_STATE_QOS,
     READY_SETTLE,
@@ -158,6 +159,10 @@ class GravityCompensationNode(Node):
         tolerance = [float(t) for t in params["fit_tolerance"]]
         self.fit_check = (FitCheck(self.law, MTM_TOLERANCE if tolerance == [0.0] else tolerance)
                           if params["fit_check"] and isinstance(self.law, CompensationLaw) else None)
+        # and after it: the arm stays where it was taken over while no one moves it (gc/takeover_guard.py)
+        limits = GUARD_LIMITS.get(self.spec.family.upper())
+        self.guard = (TakeoverGuard(limits) if params["fit_check"] and limits is not None
+                      and len(limits) == self.spec.arm_joints else None)
         self._held_efforts: deque[list[float]] = deque(maxlen=FIT_SAMPLES)
         self._fit_unchecked_said = False
         self.joints = self.spec.arm_joints  # commanded on servo_jf: all but the jaw
@@ -285,6 +290,9 @@ class GravityCompensationNode(Node):
         if self.answered < 64 or not self.answered & 63:  # a median of 64 intervals: not on every sample
             sup.update_period()
         self._arm_watchdog(int(1e9 * sup.deadline()))
+        guard = self.guard
+        if guard is not None and guard.watching and guard.check(q, arrival) >= 0:
+            return self._pulled_away(q)
         law = self.law
         total = law.compute(q, qd, scale)
         ramp_from = self._ramp_from
@@ -464,6 +472,8 @@ class GravityCompensationNode(Node):
                                f"(the dVRK's own compensation was {found} before this node took over)"
                                + ("; again after a stop" if self._started_once else ""))
         self._started_once = True
+        if self.guard is not None:
+            self.guard.start(self._q_in, self._qd_in, now)
         if not self._names and len(msg.name) == self.joints:
             self._names = list(msg.name)
             self._diag.name = self._names
@@ -510,6 +520,25 @@ class GravityCompensationNode(Node):
         self._waiting = f"refused: {reason}"
         request_exit(2)
         return False
+
+    def _pulled_away(self, q: list[float]) -> None:
+        """The take-over guard tripped: the file pulls the arm away from where it rested. Hold it there (the
+        arm's own PID), the flag back as found, the reason, exit status 2."""
+        guard = self.guard
+        assert guard is not None
+        joint = max(range(len(guard.limit)), key=lambda i: abs(guard.displacement(q, i)) / guard.limit[i])
+        name = self._names[joint] if joint < len(self._names) else f"joint {joint + 1}"
+        guard.stop()
+        self.supervisor.stop()
+        self._watchdog.cancel()
+        self._hold.publish(Empty())  # first: the PID takes the arm where it is, before the flag goes back
+        reason = (f"the gc file pulled {self.arm} away from where it rested: {name} moved "
+                  f"{guard.displacement(q, joint):+.3f} rad within {guard.window:g} s of the take-over "
+                  f"(limit {guard.limit[joint]:g} rad). Is it this arm's file (ARM_NAME and SN), made since its "
+                  "last repair? (If you moved the arm, start again with it at rest.)")
+        self.get_logger().error(f"stopped: {reason}; /{self.arm}/hold sent; {self._hand_over()}")
+        self._waiting = f"stopped: {reason}"
+        request_exit(2)
 
     def _arm_effort_now(self, now: float) -> list[float] | None:
         """The arm's own effort if fresh (within a few state periods), clamped to the compensation's limits."""

@@ -40,7 +40,9 @@ SCHEMA = NodeSchema("gravity_compensation", (
               "other", unit="rad", minimum=0.0, exclusive_minimum=True),
     Parameter("fit_check", Kind.BOOL, True,
               "Before every take-over, check that the file fits the arm: its torques at the pose against the "
-              "arm's own holding effort (setpoint_js); a file that does not fit is refused (no command, exit 2)"),
+              "arm's own holding effort (setpoint_js; MLSE files); a file that does not fit is refused (no "
+              "command, exit 2). After every take-over (any file): a joint that leaves the take-over pose by "
+              "more than its limit within 2.5 s ends the compensation (hold, exit 2)"),
     Parameter("fit_tolerance", Kind.DOUBLE_ARRAY, (0.0,),
               "The fit check's per-joint tolerance (7 values, joints 1-7); [0.0]: the measured defaults",
               unit="N m"),
