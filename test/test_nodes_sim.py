@@ -371,12 +371,15 @@ def test_the_dvrk_clients_waits_hold_event_by_event(ros_env, rclpy_context, arm)
     early, none at the timeout; a PSM's jaw close and open likewise; no two events share a stamp."""
     from crtk_msgs.msg import OperatingState
     from helpers.crtk_semantics import ClientView
+    from std_msgs.msg import Float64
 
     from dvrk_ident_ros.nodes.common import EVENT_QOS
 
     probe = Probe(rclpy_context, f"client_view_{arm.lower()}")
     client = ClientView(probe, arm)
     latched = probe.collect(OperatingState, f"/{arm}/operating_state", EVENT_QOS)
+    ratios = probe.collect(Float64, f"/{arm}/trajectory_j/ratio", EVENT_QOS)
+    set_ratio = probe.node.create_publisher(Float64, f"/{arm}/trajectory_j/set_ratio", 10)
     core = _core_arm(arm)
     joints = 6 if arm == "PSM1" else 7
     home = core.home[:joints]
@@ -386,7 +389,8 @@ def test_the_dvrk_clients_waits_hold_event_by_event(ros_env, rclpy_context, arm)
     goals = [away if k % 2 == 0 else home for k in range(20)]
     waits = []
     with running(_sim(arm, "publish_rate:=200.0", "initial_state:=HOMED", "homing_time:=0.5"), ros_env) as proc:
-        assert probe.wait_for_graph(proc, publishers=[f"/{arm}/operating_state"], subscribers=client.publishers(),
+        assert probe.wait_for_graph(proc, publishers=[f"/{arm}/operating_state"],
+                                    subscribers=[*client.publishers(), set_ratio],
                                     timeout=30.0), output_of(proc)
         # the client subscribes volatile: it sees no event before its first command. The latched state at start
         # (a transient_local subscriber's) is stamped on the arm's clock (the wall clock here), not at 1 s
@@ -407,6 +411,16 @@ def test_the_dvrk_clients_waits_hold_event_by_event(ros_env, rclpy_context, arm)
             probe.spin_for(0.03)  # the period's setpoint_js (another topic: it may arrive just after the event)
             setpoint = np.array(client.setpoint[-1].position[:joints])
             waits.append((ok, seconds, float(np.max(np.abs(setpoint - goal)))))
+        # trajectory_j/set_ratio 0.5: the client's trajectory_j_ratio() reads 0.5, the next move takes twice as long
+        set_ratio.publish(Float64(data=0.5))
+        assert probe.spin_until(lambda: ratios and ratios[-1][1].data == 0.5, 5.0, proc), ratios
+        start = client.move_jp(away)
+        ok, slow = client.wait_move(start)
+        assert ok and 1.7 < slow / waits[-1][1] < 2.3, (slow, waits[-1])
+        set_ratio.publish(Float64(data=1.0))
+        assert probe.spin_until(lambda: ratios[-1][1].data == 1.0, 5.0, proc), ratios
+        start = client.move_jp(home)
+        client.wait_move(start)
         if arm == "PSM1":
             for angle in (np.radians(-20.0), np.radians(60.0)):  # jaw.close(), jaw.open()
                 start = client.move_jp([angle], jaw=True)

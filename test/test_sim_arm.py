@@ -504,3 +504,26 @@ def test_homing_and_a_fault_are_events(psm_config):
     assert _states(arm.pop_status_events()) == [("ENABLED", True, False)]
     arm.inject_fault("test")
     assert _states(arm.pop_status_events()) == [("FAULT", False, False)]
+
+
+def test_the_trajectory_ratio_scales_the_moves_and_a_tool_can_be_emulated(psm_config):
+    """trajectory_j/set_ratio in (0, 1] slows the moves from the next one on (0.5: twice as long); anything else
+    is refused and changes nothing. emulate_tool_present engages a PSM's tool (and disengages it)."""
+    arm = SimulatedArm(psm_config, "PSM1", noise=False)
+    goal = arm.q.copy()
+    goal[0] += 0.3
+    full = arm.move_jp(goal)
+    arm.advance(full + 0.1)
+    arm.set_trajectory_ratio(0.5)
+    assert arm.move_jp(arm.home) == pytest.approx(2 * full)
+    for bad in (0.0, -0.5, 1.5, float("nan")):
+        with pytest.raises(DvrkIdentError, match="set_ratio"):
+            arm.set_trajectory_ratio(bad)
+    assert arm.trajectory_ratio == 0.5
+    bare = SimulatedArm(psm_config, "PSM1", noise=False, tool_engaged=False)
+    with pytest.raises(ArmNotReadyError, match="no tool engaged"):
+        bare.move_jp(goal)
+    bare.emulate_tool_present(True)
+    bare.move_jp(goal)
+    bare.emulate_tool_present(False)
+    assert not bare.ready

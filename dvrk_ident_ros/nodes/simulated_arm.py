@@ -216,6 +216,9 @@ class SimulatedArmNode(Node):
             COMMAND_QOS)
         sub("simulation/freeze_state", Float64, self._freeze_state, COMMAND_QOS)
         sub("/console/teleop/enable", Bool, self._teleop_enable, COMMAND_QOS, absolute=True)
+        self._ratio_pub = self.create_publisher(Float64, f"/{self.arm}/trajectory_j/ratio", EVENT_QOS)
+        self._ratio_pub.publish(Float64(data=self.sim.trajectory_ratio))
+        sub("trajectory_j/set_ratio", Float64, self._set_ratio, COMMAND_QOS)
         if self._crtk is not None:
             sub("state_command", self._crtk.StringStamped, lambda msg: self.sim.state_command(msg.string),
                 COMMAND_QOS)
@@ -223,6 +226,7 @@ class SimulatedArmNode(Node):
             self.get_logger().warning("crtk_msgs is not installed: no operating_state, no state_command; "
                                       f"the arm stays {initial_state}")
         if spec.jaw:
+            sub("emulate_tool_present", Bool, lambda msg: self.sim.emulate_tool_present(msg.data), COMMAND_QOS)
             sub("jaw/servo_jp", JointState, self._jaw_servo_jp)
             sub("jaw/move_jp", JointState, self._jaw_move_jp)
             sub("jaw/servo_jf", JointState, self._jaw_servo_jf)
@@ -313,6 +317,10 @@ class SimulatedArmNode(Node):
     def _teleop_enable(self, msg: Bool) -> None:
         if msg.data:  # dVRK teleoperation turns the MTM's own compensation on whenever it enables
             self.sim.use_gravity_compensation(True)
+
+    def _set_ratio(self, msg: Float64) -> None:
+        self.sim.set_trajectory_ratio(msg.data)  # a bad value: DvrkIdentError, reported by the guard
+        self._ratio_pub.publish(Float64(data=self.sim.trajectory_ratio))
 
     def _with_jaw(self, values, reference: np.ndarray) -> np.ndarray:
         arr = np.asarray(values, dtype=float)

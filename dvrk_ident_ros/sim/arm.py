@@ -181,6 +181,7 @@ class SimulatedArm:
         self.operating = OperatingMachine(initial_state, homing_time, homed_while_homing=config.spec.jaw is None)
         self.tracking_limit = tracking_limits(config, fault_tracking_error)
         self.tool_engaged = bool(tool_engaged) or config.spec.jaw is None  # only an arm with a jaw has a tool
+        self.trajectory_ratio = 1.0  # trajectory_j/set_ratio: the moves' speeds, scaled
         self.physics = ArmPhysics(model, config.delta, coulomb_velocity=config.coulomb_velocity)
         self._static_at: np.ndarray | None = None
         self._static = np.zeros(self.dof)
@@ -415,8 +416,23 @@ class SimulatedArm:
         self._pending.clear()
 
     def _move_duration(self, start: np.ndarray, goal: np.ndarray) -> float:
-        """A quintic's duration at the configured peak speeds (its peak speed is 15/8 the mean)."""
-        return float(np.max(15.0 / 8.0 * np.abs(goal - start) / self.config.move_speed))
+        """A quintic's duration at the configured peak speeds times the trajectory ratio (its peak speed is 15/8
+        the mean)."""
+        return float(np.max(15.0 / 8.0 * np.abs(goal - start) / (self.trajectory_ratio * self.config.move_speed)))
+
+    def set_trajectory_ratio(self, ratio: float) -> None:
+        """The dVRK's ``trajectory_j/set_ratio``: the moves' peak speeds scaled by ``ratio``, in (0, 1]; from the
+        next move on. DvrkIdentError (nothing changes) outside that range."""
+        ratio = float(ratio)
+        if not 0.0 < ratio <= 1.0:
+            raise DvrkIdentError(f"trajectory_j/set_ratio {ratio}: expected a value in (0, 1]")
+        self.trajectory_ratio = ratio
+
+    def emulate_tool_present(self, present: bool) -> None:
+        """A PSM's ``emulate_tool_present``: a tool the arm cannot detect counts as engaged (or no longer does);
+        an arm without a tool (no jaw) ignores it."""
+        if self.config.spec.jaw is not None:
+            self.tool_engaged = bool(present)
 
     def move_jp(self, goal) -> float:
         """Start a move to ``goal`` (clipped to the limits, as the dVRK does); returns its duration (s)."""
