@@ -527,3 +527,34 @@ def test_the_trajectory_ratio_scales_the_moves_and_a_tool_can_be_emulated(psm_co
     bare.move_jp(goal)
     bare.emulate_tool_present(False)
     assert not bare.ready
+
+
+@pytest.mark.parametrize("version", ["2.4", "2.3"])
+def test_teleoperation_does_to_the_mtm_what_the_console_does(mtm_config, psm_config, version):
+    """Enable: the MTM's own compensation on and every joint in effort mode at 0 N m (body/servo_cf zero, the
+    orientation unlocked), so it floats; clutch (teleoperation enabled): the same; disable: hold in 2.4 (the
+    PID at the pose), nothing in 2.3. A PSM's clutch holds it; the clutch outside teleoperation does nothing."""
+    mtm = SimulatedArm(mtm_config, "MTML", noise=False, dvrk_version=version)
+    mtm.use_gravity_compensation(False)
+    mtm.clutch(True)  # not teleoperated: nothing
+    assert mtm.mode == "position" and not mtm.builtin_gravity_compensation
+    mtm.teleop(True)
+    assert mtm.builtin_gravity_compensation and mtm.mode == "effort" and not mtm.effort_command.any()
+    q0 = mtm.q.copy()
+    mtm.advance(1.0)
+    assert np.max(np.abs(mtm.q - q0)) < 0.05  # floats where the hand leaves it (the exact static torques)
+    mtm.use_gravity_compensation(False)
+    mtm.hold()
+    mtm.clutch(True)
+    assert mtm.builtin_gravity_compensation and mtm.mode == "effort"
+    mtm.teleop(False)
+    assert mtm.mode == ("position" if version == "2.4" else "effort")
+    psm = SimulatedArm(psm_config, "PSM1", noise=False, dvrk_version=version)
+    psm.teleop(True)
+    assert psm.mode == "position"
+    goal = psm.q.copy()
+    goal[0] += 0.3
+    psm.move_jp(goal)
+    psm.advance(0.2)
+    psm.clutch(True)  # held where it is: the move stops
+    assert not psm.busy and np.allclose(psm.q_ref, psm.q)

@@ -77,7 +77,7 @@ from builtin_interfaces.msg import Time
 from rclpy.node import Node
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
-from sensor_msgs.msg import JointState
+from sensor_msgs.msg import JointState, Joy
 from std_msgs.msg import Bool, Empty, Float64
 
 from dvrk_ident_ros.arm_state import OperatingStatus, stamp_is_valid
@@ -216,6 +216,8 @@ class SimulatedArmNode(Node):
             COMMAND_QOS)
         sub("simulation/freeze_state", Float64, self._freeze_state, COMMAND_QOS)
         sub("/console/teleop/enable", Bool, self._teleop_enable, COMMAND_QOS, absolute=True)
+        sub("/footpedals/clutch", Joy, lambda msg: self.sim.clutch(bool(len(msg.buttons) and msg.buttons[0])),
+            COMMAND_QOS, absolute=True)
         self._ratio_pub = self.create_publisher(Float64, f"/{self.arm}/trajectory_j/ratio", EVENT_QOS)
         self._ratio_pub.publish(Float64(data=self.sim.trajectory_ratio))
         sub("trajectory_j/set_ratio", Float64, self._set_ratio, COMMAND_QOS)
@@ -315,8 +317,7 @@ class SimulatedArmNode(Node):
 
     # -- commands: dVRK topics -> core ----------------------------------------------
     def _teleop_enable(self, msg: Bool) -> None:
-        if msg.data:  # dVRK teleoperation turns the MTM's own compensation on whenever it enables
-            self.sim.use_gravity_compensation(True)
+        self.sim.teleop(msg.data)  # as the console's teleoperation does to this arm (sim/arm.py)
 
     def _set_ratio(self, msg: Float64) -> None:
         self.sim.set_trajectory_ratio(msg.data)  # a bad value: DvrkIdentError, reported by the guard

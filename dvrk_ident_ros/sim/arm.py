@@ -207,6 +207,8 @@ class SimulatedArm:
         self.effort_command = np.zeros(self.dof)
         self.mode = POSITION
         self.builtin_gravity_compensation = builtin_compensation_at_start(config, dvrk_version)
+        self.dvrk_version = str(dvrk_version)
+        self.teleoperated = False  # /console/teleop/enable: this arm is in an enabled teleoperation
         self._move: tuple[float, np.ndarray, np.ndarray, float] | None = None
         self._homing_move = False  # the running move is the homing (no goal-reached event)
         self._requested = np.zeros(self.dof)  # the running move_jp's goal as asked, before the clip
@@ -491,6 +493,39 @@ class SimulatedArm:
     def use_gravity_compensation(self, on: bool) -> None:
         """Accepted in any state."""
         self.builtin_gravity_compensation = bool(on)
+
+    def teleop(self, enable: bool) -> None:
+        """What the console's teleoperation does to this arm when it is enabled or disabled (mtsTeleOperationPSM,
+        ../shared/reference/dvrk-console-gravity-and-teleop.md). An MTM at enable: its own compensation on and
+        ``body/servo_cf`` zero (the orientation unlocked: every joint in effort mode at 0 N m, with the
+        compensation); at disable: ``hold`` in 2.4, nothing in 2.2/2.3. A PSM: nothing here (following the MTM
+        through servo_cp is not simulated). Commands the arm's state refuses are left out, as the console's are."""
+        self.teleoperated = bool(enable)
+        if not self._is_mtm:
+            return
+        if enable:
+            self._free_with_compensation()
+        elif self.dvrk_version == "2.4" and self.ready:
+            self.hold()
+
+    def clutch(self, pressed: bool) -> None:
+        """The operator's clutch pedal during an enabled teleoperation: an MTM as at the enable (compensation on,
+        ``body/servo_cf`` zero), a PSM held (``hold``) where it is."""
+        if not (pressed and self.teleoperated):
+            return
+        if self._is_mtm:
+            self._free_with_compensation()
+        elif self.ready:
+            self.hold()
+
+    @property
+    def _is_mtm(self) -> bool:
+        return self.config.spec.family.upper() == "MTM"
+
+    def _free_with_compensation(self) -> None:
+        self.use_gravity_compensation(True)
+        if self.ready:
+            self.servo_jf(np.zeros(self.dof))  # body/servo_cf(0): J^T 0
 
     @property
     def busy(self) -> bool:
