@@ -527,6 +527,10 @@ def test_the_trajectory_ratio_scales_the_moves_and_a_tool_can_be_emulated(psm_co
     bare.move_jp(goal)
     bare.emulate_tool_present(False)
     assert not bare.ready
+    arm.free()  # crtk free: effort mode at 0 N m
+    assert arm.mode == "effort" and not arm.effort_command.any()
+    arm.hold()
+    assert arm.mode == "position"
 
 
 @pytest.mark.parametrize("version", ["2.4", "2.3"])

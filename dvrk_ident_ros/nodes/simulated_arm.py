@@ -212,6 +212,7 @@ class SimulatedArmNode(Node):
         sub("servo_jf", JointState, self._servo_jf)
         sub("use_gravity_compensation", Bool, lambda msg: self.sim.use_gravity_compensation(msg.data))
         sub("hold", Empty, lambda msg: self.sim.hold())
+        sub("free", Empty, lambda msg: self.sim.free())
         sub("simulation/inject_fault", Empty, lambda msg: self.sim.inject_fault("fault injected (simulation)"),
             COMMAND_QOS)
         sub("simulation/freeze_state", Float64, self._freeze_state, COMMAND_QOS)

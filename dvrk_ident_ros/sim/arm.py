@@ -475,6 +475,11 @@ class SimulatedArm:
         self.mode = EFFORT
         self._flush_status()
 
+    def free(self) -> None:
+        """crtk ``free``: effort mode at 0 N m (the dVRK's own compensation, if on, still carries the arm)."""
+        self.require_ready("free", effort=True)
+        self.servo_jf(np.zeros(self.dof))
+
     def hold(self) -> None:
         """Position mode at the current pose."""
         self.require_ready("hold")
