@@ -122,27 +122,12 @@ def nodes_env(ros_env):
 
 
 def _small_grid(path: Path) -> Path:
-    """Every joint swept over a narrow range (3-5 poses a sweep, two auxiliary values): 68 poses, 48 kept
-    (each sweep's first is left out); about 70 s on the simulated arm at 1.5x real time; enough for
-    first-order polynomials."""
-    from dvrk_ident_ros.excitation.grid import make_grid
+    """The narrow grid (excitation/grid.py): 68 poses, 48 kept (each sweep's first is left out); about 70 s on the
+    simulated arm at 1.5x real time; enough for first-order polynomials. 10 samples a pose (67 ms of wall time at
+    1.5x): with 5 (33 ms) a loaded fresh-clone CI run's recorder missed 4 whole sampling windows."""
+    from dvrk_ident_ros.excitation.grid import narrow_grid
 
-    joints = {
-        6: {"init": [0] * 7, "range": [-10, 10], "step": 10, "auxiliary": 5, "auxiliary_range": [-90, -30],
-            "auxiliary_step": 60},
-        5: {"init": [0] * 7, "range": [0, 20], "step": 10, "auxiliary": 3, "auxiliary_range": [-10, 10],
-            "auxiliary_step": 20},
-        4: {"init": [0, 0, 0, 0, 90, 0, 0], "range": [-10, 10], "step": 10, "auxiliary": 3,
-            "auxiliary_range": [-10, 10], "auxiliary_step": 20},
-        3: {"init": [28, 0, 0, 0, 90, 0, 0], "range": [-5, 5], "step": 5, "auxiliary": 2,
-            "auxiliary_range": [0, 10], "auxiliary_step": 10},
-        2: {"init": [0, 0, 0, 0, 90, 0, 0], "range": [-5, 5], "step": 2.5, "repeat": 1},
-        1: {"init": [0, 0, 0, 0, 90, 0, 0], "range": [0, 10], "step": 2.5, "repeat": 1},
-    }
-    # 10 samples a pose (67 ms of wall time at 1.5x): with 5 (33 ms) a loaded fresh-clone CI run's recorder missed
-    # 4 whole sampling windows
-    grid = make_grid("MTML", {"settle_time": 0.2, "samples_per_pose": 10, "joints": joints,
-                              "coupling": {"joints": [2, 3], "lower": -11, "upper": 25}})
+    grid = narrow_grid("MTML")
     path.write_text(yaml.safe_dump({"format": "dvrk_ident.pose_grid/1", "kind": "pose_grid", **grid}))
     return path
 
@@ -296,6 +281,11 @@ def test_gc_calibration_on_the_simulated_mtml(tmp_path: Path, nodes_env):
     assert len(rows) == 2
     tip = [float(r["tip_mm"]) for r in rows]
     assert all(np.isfinite(tip)) and max(tip) < 200.0, tip  # held, not fallen (a fall moves the tip ~0.3 m)
+    # this narrow grid's file may pull the arm away at a hold pose: the node's take-over guard then stops it, and
+    # the row says so (held there by the arm's PID)
+    stopped = [r["stopped_by_guard"] for r in rows]
+    assert set(stopped) <= {"0", "1"}, stopped
+    assert ("take-over guard stopped the file" in log) == ("1" in stopped), log
     assert (out / "gc-MTML-1234-hold.png").is_file()
     assert "[1/3]" in log and "[2/3]" in log and "[3/3]" in log and "poses held 1 s" in log
     print(f"gc calibration on the simulated MTML: {seconds:.1f} s; tip drift {tip} mm")

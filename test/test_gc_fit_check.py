@@ -116,3 +116,37 @@ def test_the_guard_starts_again_at_every_take_over_and_refuses_bad_limits():
             TakeoverGuard(limits)
     with pytest.raises(DataError, match="window"):
         TakeoverGuard((0.1,), window=0.0)
+
+
+# -- an identified model's check (the PSM's) ---------------------------------------------------------------
+@pytest.fixture(scope="module")
+def psm_compensation():
+    from dvrk_ident_ros.arms import arm_spec
+    from dvrk_ident_ros.gc.model_law import load_model_compensation
+    from dvrk_ident_ros.sim.config import load_sim_config
+
+    return load_model_compensation(load_sim_config("psm").parameter_file, arm_spec("PSM1"))
+
+
+def test_a_models_band_is_its_torque_plus_or_minus_each_joints_static_friction(psm_compensation):
+    """Checked against the model's own torque and its Fc<j> + |Fo<j>| read independently of the check."""
+    from dvrk_ident_ros.gc.fit_check import PSM_TOLERANCE, ModelFitCheck, fit_check_for
+
+    check = ModelFitCheck(psm_compensation)
+    q = [0.2, -0.3, 0.12, 0.1, 0.2, -0.1]
+    torque = np.array(psm_compensation.compute([*q, 0.0], [0.0] * 7))[:6]
+    names = list(psm_compensation.model.parameter_names)
+    friction = np.array([abs(psm_compensation.delta[names.index(f"Fc{j}")])
+                         + abs(psm_compensation.delta[names.index(f"Fo{j}")]) for j in range(1, 7)])
+    low, high = check.band(q)
+    assert np.allclose(low, torque - friction) and np.allclose(high, torque + friction)
+    assert check.check(q, torque).fits and check.check(q, torque).score == 0.0
+    off = torque.copy()
+    off[1] = high[1] + 2 * PSM_TOLERANCE[1]  # two tolerances above the band on the pitch
+    verdict = check.check(q, off)
+    assert not verdict.fits and verdict.score == pytest.approx(2.0)
+    assert verdict.reason("PSM1", ["yaw", "pitch"]).startswith("the parameter file does not fit PSM1 here")
+    assert isinstance(fit_check_for(psm_compensation, "PSM"), ModelFitCheck)
+    assert fit_check_for(psm_compensation, "MTM") is None  # an MTM's model: the take-over guard alone
+    with pytest.raises(DataError, match="fit tolerance"):
+        ModelFitCheck(psm_compensation, [0.1] * 8)

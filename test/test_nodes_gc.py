@@ -738,6 +738,20 @@ def _sim_gc_file(tmp_path) -> str:
     return str(load_sim_config("mtm").parameter_file)
 
 
+def _psm_probe(rclpy_context, name: str):
+    """The test's side of the simulated PSM1: its servo_jf and measured_js collected."""
+    from sensor_msgs.msg import JointState
+
+    probe = Probe(rclpy_context, name)
+    return probe, probe.collect(JointState, "/PSM1/servo_jf"), probe.collect(JointState, "/PSM1/measured_js")
+
+
+def _psm_sim() -> list[str]:
+    """The simulated PSM1, homed, in wall-clock time (100 Hz)."""
+    return [sys.executable, "-m", "dvrk_ident_ros.nodes.simulated_arm", "--ros-args", "-p", "arm:=PSM1",
+            "-p", "noise:=false", "-p", "initial_state:=HOMED"]
+
+
 def _sim(initial_state: str, dvrk_version: str = "2.4", homing_time: float = 1.0) -> list[str]:
     """The simulated MTML in wall-clock time, 100 Hz as the bridge's default."""
     return [sys.executable, "-m", "dvrk_ident_ros.nodes.simulated_arm", "--ros-args", "-p", f"arm:={ARM}",
@@ -1034,20 +1048,15 @@ def test_an_identified_model_holds_the_simulated_psm_through_the_node(ros_env, r
     (the jaw is not commanded), stamped with the samples', and the arm stays where its PID left it once the
     node's torques alone hold it (a jaw padded wrongly or a joint space mixed up lets a PSM fall: centimetres
     in a second)."""
-    from sensor_msgs.msg import JointState
 
     from dvrk_ident_ros.sim.config import load_sim_config
 
     path = str(load_sim_config("psm").parameter_file)
-    sim = [sys.executable, "-m", "dvrk_ident_ros.nodes.simulated_arm", "--ros-args", "-p", "arm:=PSM1",
-           "-p", "noise:=false", "-p", "initial_state:=HOMED"]
-    probe = Probe(rclpy_context, "gc_test_psm")
-    servo_jf = probe.collect(JointState, "/PSM1/servo_jf")
-    measured = probe.collect(JointState, "/PSM1/measured_js")
-    with running(sim, ros_env) as arm:
+    probe, servo_jf, measured = _psm_probe(rclpy_context, "gc_test_psm")
+    with running(_psm_sim(), ros_env) as arm:
         assert probe.wait_for_graph(arm, publishers=["/PSM1/measured_js"]), output_of(arm)
         assert probe.spin_until(lambda: len(measured) > 10, 10.0, arm), output_of(arm)  # hearing the arm
-        with running(_gc_node(path, "ramp_in_time:=0.3", arm="PSM1"), ros_env) as gc:
+        with running(_gc_node(path, "ramp_in_time:=0.3", arm="PSM1", checks=True), ros_env) as gc:
             assert probe.wait_for_graph(gc, publishers=["/PSM1/servo_jf"]), output_of(gc)
             assert probe.spin_until(lambda: len(servo_jf) > 250, 20.0, gc), output_of(gc)
     gc_out = output_of(gc)
@@ -1169,10 +1178,43 @@ def test_a_file_that_pulls_the_arm_away_after_the_take_over_is_stopped(ros_env, 
     holds, flags = len(lab.holds), [m.data for _, m in lab.builtin]
     lab.close()
     assert code == 2, gc_out
-    stopped = _lines_with(gc_out, "the gc file pulled MTML away from where it rested")
+    stopped = _lines_with(gc_out, "the file pulled MTML away from where it rested")
     assert len(stopped) == 1 and "/MTML/hold sent" in stopped[0], gc_out
     assert holds >= 1 and flags[-1] is True, (holds, flags)  # held, and the flag back on as found
     moved = np.max(np.abs(rest - held_at))
     print(f"\n{stopped[0]}\nthe arm moved {moved:.4f} rad at most between 0.5 s and 1.5 s after the stop "
           f"({np.max(np.abs(rest - taken_at)):.3f} rad from where the first command found it)")
     assert moved < 0.01, moved  # held where the guard stopped it, not falling
+
+
+@pytest.mark.ros
+def test_a_psm_model_of_another_arm_is_refused_before_any_command(ros_env, rclpy_context, tmp_path):
+    """The PSM's fit check (gc/fit_check.py ModelFitCheck): the simulated PSM1's own parameter file with every
+    link's first moments 10 % larger (another arm of the design) is refused before its first command: the
+    model's torques at the pose, plus or minus each joint's identified static friction, against the arm's
+    holding effort (setpoint_js); no servo_jf, the reason with the joints and N m, exit status 2."""
+    import json
+
+    from dvrk_ident_ros.sim.config import load_sim_config
+
+    document = json.loads(load_sim_config("psm").parameter_file.read_text())
+    for name in document["standard"]:
+        if name.startswith("l") and name[-1] in "xyz":
+            document["standard"][name] *= 1.1
+    path = tmp_path / "psm_other_arm.json"
+    path.write_text(json.dumps(document))
+    probe, servo_jf, measured = _psm_probe(rclpy_context, "gc_test_psm_wrong_model")
+    with running(_psm_sim(), ros_env) as arm:
+        assert probe.wait_for_graph(arm, publishers=["/PSM1/measured_js"]), output_of(arm)
+        assert probe.spin_until(lambda: len(measured) > 10, 10.0, arm), output_of(arm)
+        with running(_gc_node(str(path), arm="PSM1", checks=True), ros_env) as gc:
+            assert probe.spin_until(lambda: gc.poll() is not None, 20.0), f"not refused:\n{output_of(gc)}"
+            probe.spin_for(0.3)
+            code = gc.wait()
+    gc_out = output_of(gc)
+    probe.close()
+    assert code == 2, gc_out
+    assert not servo_jf, f"{len(servo_jf)} servo_jf"
+    refusal = _lines_with(gc_out, "the parameter file does not fit PSM1 here")
+    assert len(refusal) == 1 and "N m held, file" in refusal[0], gc_out
+    print(f"\n{refusal[0]}")

@@ -25,7 +25,7 @@ import csv
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
 
@@ -34,6 +34,7 @@ import numpy as np
 from dvrk_ident_ros.arms import arm_spec, canonical_arm
 from dvrk_ident_ros.errors import DataError, DvrkIdentError
 from dvrk_ident_ros.files import resolve_package_file
+from dvrk_ident_ros.gc.takeover_guard import GUARD_STOP
 
 #: Exit statuses (as the trajectory player's autostart).
 DONE, FAILED, REFUSED = 0, 1, 2
@@ -199,6 +200,7 @@ class Drift:
     q_end: np.ndarray
     tip_mm: float
     tip_deg: float
+    stopped: bool = False  # the compensation's take-over guard stopped it (the file pulled the arm away)
 
     @property
     def joint(self) -> np.ndarray:
@@ -251,9 +253,13 @@ class CalibrationReport:
         joint = np.array([d.joint for d in self.drifts])
         worst = int(np.argmax(joint.max(axis=0)))
         name = self.joint_names[worst] if worst < len(self.joint_names) else f"joint {worst + 1}"
+        stopped = sum(d.stopped for d in self.drifts)
         return (f"{len(self.drifts)} poses held {self.settings.hold_time:g} s: tip drift mean {tip.mean():.1f} mm "
                 f"(max {tip.max():.1f}), rotation mean {deg.mean():.2f} deg (max {deg.max():.2f}); joint drift max "
-                f"{joint.max():.4f} rad ({name}), mean {joint.mean():.4f} rad")
+                f"{joint.max():.4f} rad ({name}), mean {joint.mean():.4f} rad"
+                + (f"; at {stopped} of them the compensation's take-over guard stopped the file, which pulled the "
+                   "arm away: it does not hold this arm there (a denser grid, or its range, covers those poses)"
+                   if stopped else ""))
 
     def write(self) -> list[Path]:
         """``<stem>-hold.csv``, ``<stem>-report.txt``, ``<stem>-hold.png``; the files written."""
@@ -265,10 +271,10 @@ class CalibrationReport:
         with open(csv_path, "w", newline="") as handle:
             writer = csv.writer(handle)
             writer.writerow(["pose"] + [f"start_{j}" for j in names] + [f"end_{j}" for j in names]
-                            + [f"drift_{j}" for j in names] + ["tip_mm", "tip_deg"])
+                            + [f"drift_{j}" for j in names] + ["tip_mm", "tip_deg", "stopped_by_guard"])
             for k, d in enumerate(self.drifts):
                 writer.writerow([k] + [f"{v:.6f}" for v in (*d.q_start, *d.q_end, *d.joint)]
-                                + [f"{d.tip_mm:.3f}", f"{d.tip_deg:.4f}"])
+                                + [f"{d.tip_mm:.3f}", f"{d.tip_deg:.4f}", int(d.stopped)])
         text_path = base.with_name(base.name + "-report.txt")
         lines = [f"gc calibration of {s.arm} (serial {s.serial})",
                  f"grid: {s.grid_file} (pose_stride {s.pose_stride}, sweep_stride {s.sweep_stride}); "
@@ -487,12 +493,16 @@ class Calibration:
                 finally:
                     code = gc.stop()
             self.port.end_hold()
-            if code != 0:
+            stopped = code == 2 and GUARD_STOP in gc.tail(20)
+            if code != 0 and not stopped:
                 raise StepFailedError(f"hold: the gravity compensation ended with status {code} (log {gc.log_path})")
-            drift = drift_of(self.port.position_at(t0), self.port.position_at(t0 + s.hold_time), tip)
+            drift = replace(drift_of(self.port.position_at(t0), self.port.position_at(t0 + s.hold_time), tip),
+                            stopped=stopped)
             drifts.append(drift)
             self.say(f"      pose {k + 1} of {len(goals)}: tip drift {drift.tip_mm:.1f} mm, {drift.tip_deg:.2f} deg; "
-                     f"largest joint drift {drift.joint.max():.4f} rad")
+                     f"largest joint drift {drift.joint.max():.4f} rad"
+                     + ("; stopped by the compensation's take-over guard (the file pulled the arm away)"
+                        if stopped else ""))
         if not drifts:
             raise StepFailedError("hold: no pose was reached")
         return drifts, skipped

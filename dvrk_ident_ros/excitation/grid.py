@@ -76,3 +76,28 @@ def make_grid(side: str, spec: dict | None = None) -> dict:
                                "direction": direction, "poses": np.radians(ordered).round(10).tolist()})
     return {"arm": side, "coordinates": "dvrk", "units": "rad", "settle_time": float(spec.get("settle_time", 0.5)),
             "samples_per_pose": int(spec.get("samples_per_pose", 10)), "sweeps": sweeps}
+
+
+#: A narrow MTM grid (every joint over a few poses, 3-5 a sweep, two auxiliary values): 68 poses, about a minute
+#: on the arm; enough for first-order polynomials only. The short runs of the tests and benchmarks.
+NARROW_SPEC: dict = {
+    "settle_time": 0.2, "samples_per_pose": 10,
+    "joints": {
+        6: {"init": [0] * 7, "range": [-10, 10], "step": 10, "auxiliary": 5, "auxiliary_range": [-90, -30],
+            "auxiliary_step": 60},
+        5: {"init": [0] * 7, "range": [0, 20], "step": 10, "auxiliary": 3, "auxiliary_range": [-10, 10],
+            "auxiliary_step": 20},
+        4: {"init": [0, 0, 0, 0, 90, 0, 0], "range": [-10, 10], "step": 10, "auxiliary": 3,
+            "auxiliary_range": [-10, 10], "auxiliary_step": 20},
+        3: {"init": [28, 0, 0, 0, 90, 0, 0], "range": [-5, 5], "step": 5, "auxiliary": 2,
+            "auxiliary_range": [0, 10], "auxiliary_step": 10},
+        2: {"init": [0, 0, 0, 0, 90, 0, 0], "range": [-5, 5], "step": 2.5, "repeat": 1},
+        1: {"init": [0, 0, 0, 0, 90, 0, 0], "range": [0, 10], "step": 2.5, "repeat": 1},
+    },
+    "coupling": {"joints": [2, 3], "lower": -11, "upper": 25},
+}
+
+
+def narrow_grid(side: str) -> dict:
+    """The grid of :data:`NARROW_SPEC` for one MTM side (first-order polynomials: ``orders`` 1 for every joint)."""
+    return make_grid(side, NARROW_SPEC)

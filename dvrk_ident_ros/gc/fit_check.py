@@ -24,10 +24,14 @@ from dataclasses import dataclass
 
 from dvrk_ident_ros.errors import DataError
 from dvrk_ident_ros.gc.law import CompensationLaw
+from dvrk_ident_ros.gc.model_law import ModelCompensation
 
 #: N m per joint (MTM joints 1-7): the default tolerances, set from the simulated MTML held at random poses
 #: against files fitted on it and the files of a real MTML (../shared's CUHK MTML-41878)
 MTM_TOLERANCE = (0.09, 0.22, 0.13, 0.07, 0.05, 0.035, 0.035)
+#: per PSM joint (1-6; the insertion in N): an identified model's check (:class:`ModelFitCheck`), set from the
+#: simulated PSM held at random poses against models identified on it and on perturbed arms (bench fit_check)
+PSM_TOLERANCE = (0.1, 0.1, 0.3, 0.03, 0.03, 0.03)
 
 
 @dataclass(frozen=True)
@@ -41,6 +45,7 @@ class FitVerdict:
     effort: tuple[float, ...]
     low: tuple[float, ...]
     high: tuple[float, ...]
+    what: str = "gc file"
 
     def reason(self, arm: str, names: Sequence[str] = ()) -> str:
         """One line naming the joints that miss by more than 30 % of their tolerance, worst first (by distance over
@@ -51,7 +56,7 @@ class FitVerdict:
         for j in order[:4]:
             name = names[j] if j < len(names) else f"joint {j + 1}"
             parts.append(f"{name} {self.effort[j]:+.3f} N m held, file {self.low[j]:+.3f}..{self.high[j]:+.3f}")
-        return (f"the gc file does not fit {arm} here (score {self.score:.2f} > 1): " + "; ".join(parts)
+        return (f"the {self.what} does not fit {arm} here (score {self.score:.2f} > 1): " + "; ".join(parts)
                 + ". Is it this arm's file (ARM_NAME and SN), made since its last repair?")
 
 
@@ -78,10 +83,59 @@ class FitCheck:
 
     def check(self, q: Sequence[float], effort: Sequence[float]) -> FitVerdict:
         """The verdict for the arm at rest at ``q`` holding itself with ``effort`` (N m, joints 1-7)."""
-        if len(q) != 7 or len(effort) != 7:
-            raise DataError(f"fit check: {len(q)} positions and {len(effort)} efforts, expected 7 each")
-        low, high = self.band(q)
-        distance = tuple(max(0.0, lo - e, e - hi) for lo, hi, e in zip(low, high, effort, strict=True))
-        score = math.sqrt(sum((d / t) ** 2 for d, t in zip(distance, self.tolerance, strict=True)))
-        return FitVerdict(score <= 1.0, score, self.tolerance, distance, tuple(float(e) for e in effort),
-                          tuple(low), tuple(high))
+        return _verdict(self.band, self.tolerance, q, effort, "gc file")
+
+
+def _verdict(band, tolerance: tuple[float, ...], q: Sequence[float], effort: Sequence[float],
+             what: str) -> FitVerdict:
+    n = len(tolerance)
+    if len(q) != n or len(effort) != n:
+        raise DataError(f"fit check: {len(q)} positions and {len(effort)} efforts, expected {n} each")
+    low, high = band(q)
+    distance = tuple(max(0.0, lo - e, e - hi) for lo, hi, e in zip(low, high, effort, strict=True))
+    score = math.sqrt(sum((d / t) ** 2 for d, t in zip(distance, tolerance, strict=True)))
+    return FitVerdict(score <= 1.0, score, tolerance, distance, tuple(float(e) for e in effort),
+                      tuple(low), tuple(high), what)
+
+
+class ModelFitCheck:
+    """The check of an identified model's compensation (the PSM's, gc/model_law.py): at rest a joint holds its
+    gravity and springs up to its static friction, so the band is the model's torque at ``q`` plus or minus the
+    joint's identified Coulomb friction and offset (``Fc<j>``, ``Fo<j>`` of dVRK joint j where the model has
+    them; else the torque alone), and the distance from it is scaled by the joint's tolerance as for a gc file."""
+
+    def __init__(self, compensation: ModelCompensation, tolerance: Sequence[float] = PSM_TOLERANCE) -> None:
+        tolerance = tuple(float(t) for t in tolerance)
+        n = len(tolerance)
+        if n > compensation.dof or not all(math.isfinite(t) and t > 0 for t in tolerance):
+            raise DataError(f"fit tolerance {list(tolerance)}: expected up to {compensation.dof} positive numbers "
+                            "(one per commanded joint)")
+        self.tolerance = tolerance
+        self._compensation = compensation
+        index = {name: k for k, name in enumerate(compensation.model.parameter_names)}
+        delta = compensation.delta
+        self._friction = [abs(float(delta[index[f"Fc{j}"]])) + abs(float(delta[index[f"Fo{j}"]]))
+                          if f"Fc{j}" in index and f"Fo{j}" in index else 0.0 for j in range(1, n + 1)]
+
+    def band(self, q: Sequence[float]) -> tuple[list[float], list[float]]:
+        n = len(self.tolerance)
+        full = list(q) + [0.0] * (self._compensation.dof - len(q))
+        torque = list(self._compensation.compute(full, [0.0] * self._compensation.dof))[:n]
+        return ([t - f for t, f in zip(torque, self._friction, strict=True)],
+                [t + f for t, f in zip(torque, self._friction, strict=True)])
+
+    def check(self, q: Sequence[float], effort: Sequence[float]) -> FitVerdict:
+        return _verdict(self.band, self.tolerance, q, effort, "parameter file")
+
+
+def fit_check_for(compensation: object, family: str,
+                  tolerance: Sequence[float] = (0.0,)) -> FitCheck | ModelFitCheck | None:
+    """The check of a compensation before its take-over: an MLSE file's (an MTM's) or a PSM's identified model;
+    None for the others (an MTM's identified model: the take-over guard alone). ``tolerance`` [0.0]: the
+    measured defaults."""
+    custom = [float(t) for t in tolerance] != [0.0]
+    if isinstance(compensation, CompensationLaw):
+        return FitCheck(compensation, tolerance if custom else MTM_TOLERANCE)
+    if isinstance(compensation, ModelCompensation) and family.upper() == "PSM":
+        return ModelFitCheck(compensation, tolerance if custom else PSM_TOLERANCE)
+    return None

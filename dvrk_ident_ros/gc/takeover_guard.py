@@ -22,6 +22,8 @@ MTM_GUARD_LIMIT = (0.1, 0.1, 0.1, 0.2, 0.2, 0.2, 0.3)
 PSM_GUARD_LIMIT = (0.1, 0.1, 0.01, 0.2, 0.2, 0.2)
 #: by arm family (arms.py); a family without limits here is not guarded
 GUARD_LIMITS = {"MTM": MTM_GUARD_LIMIT, "PSM": PSM_GUARD_LIMIT}
+#: the words of the node's reason when the guard stops it (the calibration job's hold test looks for them)
+GUARD_STOP = "away from where it rested"
 #: s after the take-over's first command (the ramp-in included)
 GUARD_WINDOW = 2.5
 #: rad/s (m/s): the arm rests at a take-over when no joint is faster; one that moves (an arm left falling at 0 N m

@@ -97,9 +97,8 @@ from dvrk_ident.msg import GravityCompensationDiagnostics
 from dvrk_ident_ros.arm_state import OperatingStatus, stamp_is_valid
 from dvrk_ident_ros.arms import arm_spec
 from dvrk_ident_ros.gc.compensation import load_compensation
-from dvrk_ident_ros.gc.fit_check import MTM_TOLERANCE, FitCheck
+from dvrk_ident_ros.gc.fit_check import fit_check_for
 from dvrk_ident_ros.gc.health import STATE_NAMES, compensation_health
-from dvrk_ident_ros.gc.law import CompensationLaw
 from dvrk_ident_ros.gc.safety_net import NetState, state_path, write_state
 from dvrk_ident_ros.gc.supervisor import (
     BuiltinCompensation,
@@ -108,7 +107,7 @@ from dvrk_ident_ros.gc.supervisor import (
     SupervisorSettings,
 )
 from dvrk_ident_ros.gc.takeover import TakeOverGate
-from dvrk_ident_ros.gc.takeover_guard import GUARD_LIMITS, TakeoverGuard
+from dvrk_ident_ros.gc.takeover_guard import GUARD_LIMITS, GUARD_STOP, TakeoverGuard
 from dvrk_ident_ros.nodes.common import (
     CONTROL_STATE_QOS,
     READY_SETTLE,
@@ -157,8 +156,7 @@ class GravityCompensationNode(Node):
         # the fit check (gc/fit_check.py) of an MLSE file before every take-over, on the mean of the arm's own
         # efforts (setpoint_js) over the last FIT_SAMPLES samples while it held itself
         tolerance = [float(t) for t in params["fit_tolerance"]]
-        self.fit_check = (FitCheck(self.law, MTM_TOLERANCE if tolerance == [0.0] else tolerance)
-                          if params["fit_check"] and isinstance(self.law, CompensationLaw) else None)
+        self.fit_check = fit_check_for(self.law, self.spec.family, tolerance) if params["fit_check"] else None
         # and after it: the arm stays where it was taken over while no one moves it (gc/takeover_guard.py)
         limits = GUARD_LIMITS.get(self.spec.family.upper())
         self.guard = (TakeoverGuard(limits) if params["fit_check"] and limits is not None
@@ -532,7 +530,7 @@ class GravityCompensationNode(Node):
         self.supervisor.stop()
         self._watchdog.cancel()
         self._hold.publish(Empty())  # first: the PID takes the arm where it is, before the flag goes back
-        reason = (f"the gc file pulled {self.arm} away from where it rested: {name} moved "
+        reason = (f"the file pulled {self.arm} {GUARD_STOP}: {name} moved "
                   f"{guard.displacement(q, joint):+.3f} rad within {guard.window:g} s of the take-over "
                   f"(limit {guard.limit[joint]:g} rad). Is it this arm's file (ARM_NAME and SN), made since its "
                   "last repair? (If you moved the arm, start again with it at rest.)")

@@ -44,7 +44,8 @@ SCHEMA = NodeSchema("gravity_compensation", (
               "command, exit 2). After every take-over (any file): a joint that leaves the take-over pose by "
               "more than its limit within 2.5 s ends the compensation (hold, exit 2)"),
     Parameter("fit_tolerance", Kind.DOUBLE_ARRAY, (0.0,),
-              "The fit check's per-joint tolerance (7 values, joints 1-7); [0.0]: the measured defaults",
+              "The fit check's per-joint tolerance (7 values for an MTM's gc file, 6 for a PSM's model); [0.0]: "
+              "the measured defaults",
               unit="N m"),
     Parameter("disable_builtin", Kind.BOOL, True,
               "Turn the dVRK's own compensation off before the first command and restore it as found"),

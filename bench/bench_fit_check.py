@@ -1,0 +1,449 @@
+"""Issue 34 acceptance (the fit check before a take-over, gc/fit_check.py): how often a right file is refused and
+a wrong file accepted, ROS-free.
+
+The arm: the simulated MTML (dVRK 2.4, its own compensation on, as the node finds it), brought by move_jp to
+random poses in the central 80 % of the shipped grid's range, settled 1 s, its commanded effort averaged over
+0.2 s at 100 Hz (the node's window on ``setpoint_js``), for ``DVRK_IDENT_BENCH_FIT_POSES`` poses (default 30)
+under each of two noise seeds. The files, each checked at every pose with the node's default tolerances:
+
+- right: MLSE files of the same simulated arm (its shipped truth), from the shipped grid thinned as
+  ``GRIDS`` says, under two noise seeds each (other seeds than the evaluation's);
+- wrong: the real MTML's file (../shared's CUHK MTML-41878, fitted as ``dvrk-ident gc fit`` does) and the
+  files of perturbed arms (the shipped truth's link masses and first moments scaled by N(1, s) and the
+  centres of mass moved by N(0, c), as two arms of one design differ: ``PERTURBATIONS``), each fitted on the
+  design grid.
+
+Printed per file: the score's median and extremes over the poses and the poses refused; last lines: right
+files refused and wrong files accepted, over all (file, pose) pairs. Pass: none of either.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import numpy as np
+
+from dvrk_ident_ros.excitation.files import load_grid
+from dvrk_ident_ros.excitation.grid import narrow_grid
+from dvrk_ident_ros.excitation.playback import GridPlayback
+from dvrk_ident_ros.gc.fit_check import FitCheck
+from dvrk_ident_ros.gc.fits import FITS
+from dvrk_ident_ros.gc.law import CompensationLaw
+from dvrk_ident_ros.gc.params import GcParameters
+from dvrk_ident_ros.model.description import config_directory
+from dvrk_ident_ros.sim.arm import SimulatedArm
+from dvrk_ident_ros.sim.config import SimConfig, load_sim_config
+from dvrk_ident_ros.sim.experiments import collect_pose_grid, random_poses
+
+CUHK = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "cuhk-mtm-gc" / "MTML-41878"
+#: (pose stride, sweep stride) of the shipped grid: the design's (3, 2) first; the demo's (10, 2)
+GRIDS = ((3, 2), (5, 1), (5, 2), (10, 2))
+FILE_SEEDS = (11, 12)
+EVAL_SEEDS = (1, 2)
+#: (relative spread of masses and first moments, spread of the centres of mass in m, seeds)
+PERTURBATIONS = ((0.05, 0.002, (21, 22, 23)), (0.10, 0.005, (31, 32, 33)))
+PERTURBED_GRID = (5, 2)
+SETTLE, WINDOW, RATE = 1.0, 20, 100.0  # s after the move; samples averaged at RATE (the node's 0.2 s)
+WORKERS = 2
+
+
+def _law(data, source: str, orders: dict[int, int] | None = None) -> CompensationLaw:
+    fit = FITS["mlse"](data, orders)
+    upper = np.append(data.tau[:, :6].max(0), 0.0)
+    lower = np.append(data.tau[:, :6].min(0), 0.0)
+    return CompensationLaw(GcParameters("MTML", source, fit.theta(+1), fit.theta(-1), upper, lower))
+
+
+def perturbed(config: SimConfig, spread: float, shift: float, seed: int) -> SimConfig:
+    """The shipped truth with every link's mass and first moments scaled by N(1, spread) and its centre of mass
+    moved by N(0, shift) m per axis: another arm of the same design."""
+    rng = np.random.default_rng(seed)
+    names = config.model.parameter_names
+    delta = config.delta.copy()
+    index = {name: i for i, name in enumerate(names)}
+    for name in names:
+        if not name.startswith("m"):
+            continue
+        link = name[1:]
+        scale = 1.0 + spread * rng.normal()
+        mass = delta[index[name]] * scale
+        for axis in "xyz":
+            k = index.get(f"l{link}{axis}")
+            if k is not None:
+                delta[k] = delta[k] * (1.0 + spread * rng.normal()) + mass * shift * rng.normal()
+        delta[index[name]] = mass
+    return dataclasses.replace(config, delta=delta)
+
+
+def make_file(job: tuple[str, dict, tuple[int, int], int, float, float, int, dict | None]
+              ) -> tuple[str, CompensationLaw | str]:
+    """One file: (label, the law) or (label, why none), from (label, grid, strides, noise seed, perturbation
+    spread, shift, seed, polynomial orders or None); a bag's rules (every pose kept, the cable's travel
+    state), as `gc fit` loads a bag."""
+    from dvrk_ident_ros.errors import DvrkIdentError
+
+    label, grid, strides, seed, spread, shift, arm_seed, orders = job
+    config = load_sim_config("mtm")
+    if spread > 0:
+        config = perturbed(config, spread, shift, arm_seed)
+    arm = SimulatedArm(config, "MTML", seed=seed)
+    playback = GridPlayback(grid, arm.checker, pose_stride=strides[0], sweep_stride=strides[1])
+    try:
+        return label, _law(collect_pose_grid(arm, playback, trim=(0, 0)), label, orders)
+    except DvrkIdentError as exc:
+        return label, str(exc)
+
+
+def holding_efforts(config: SimConfig, poses: np.ndarray, seed: int,
+                    arm_name: str = "MTML") -> tuple[np.ndarray, np.ndarray]:
+    """Per pose: the arm's mean position and commanded effort at rest (its PID and its own compensation)."""
+    arm = SimulatedArm(config, arm_name, seed=seed)
+    steps = max(1, round(1.0 / (RATE * arm.dt)))
+    q_mean, effort_mean = [], []
+    for goal in poses:
+        duration = arm.move_jp(goal)
+        arm.advance(duration + SETTLE)
+        qs, efforts = [], []
+        for _ in range(WINDOW):
+            sample = arm.sample()
+            qs.append(sample.position)
+            efforts.append(sample.setpoint_effort)
+            arm.advance(steps * arm.dt)
+        q_mean.append(np.mean(qs, axis=0))
+        effort_mean.append(np.mean(efforts, axis=0))
+    return np.array(q_mean), np.array(effort_mean)
+
+
+def run() -> bool:
+    arms = os.environ.get("DVRK_IDENT_BENCH_FIT_ARMS", "mtm,psm").split(",")
+    ok = True
+    if "mtm" in arms:
+        ok = mtm() and ok
+    if "psm" in arms:
+        ok = psm() and ok
+    return ok
+
+
+def mtm() -> bool:
+    count = int(os.environ.get("DVRK_IDENT_BENCH_FIT_POSES", "30"))
+    config = load_sim_config("mtm")
+    grid = load_grid(config_directory() / "grids" / "mtml_gc_grid.yaml", arm="MTML")
+    box = np.vstack([s["poses"] for s in grid["sweeps"]])
+    start = time.perf_counter()
+    reference = SimulatedArm(config, "MTML", noise=False)
+    at_rest, goals = [], []
+    for seed in EVAL_SEEDS:
+        poses = random_poses(reference, count, np.random.default_rng(100 + seed), fraction=0.8,
+                             box=(box.min(0), box.max(0)))
+        goals.append(poses)
+        at_rest.append(holding_efforts(config, poses, seed))
+    print(f"  the simulated MTML held at {count} random poses under each of seeds {EVAL_SEEDS} "
+          f"({time.perf_counter() - start:.0f} s here)", flush=True)
+
+    jobs, right = [], {}
+    for strides in GRIDS:
+        for seed in FILE_SEEDS:
+            label = f"same arm, every {strides[0]}th pose of every {strides[1]} sweep pair(s), seed {seed}"
+            jobs.append((label, grid, strides, seed, 0.0, 0.0, 0, None))
+            right[label] = True
+    for seed in FILE_SEEDS:
+        label = f"same arm, the 68-pose test grid (first-order polynomials), seed {seed}"
+        jobs.append((label, narrow_grid("MTML"), (1, 1), seed, 0.0, 0.0, 0, {i: 1 for i in range(1, 7)}))
+        right[label] = True
+    for spread, shift, seeds in PERTURBATIONS:
+        for arm_seed in seeds:
+            label = f"perturbed arm (masses {100 * spread:.0f} %, centres {1e3 * shift:.0f} mm), seed {arm_seed}"
+            jobs.append((label, grid, PERTURBED_GRID, FILE_SEEDS[0], spread, shift, arm_seed, None))
+            right[label] = False
+    files: list[tuple[str, bool, CompensationLaw]] = []
+    start = time.perf_counter()
+    with ProcessPoolExecutor(WORKERS) as pool:
+        for label, law in pool.map(make_file, jobs):
+            if isinstance(law, str):
+                print(f"    no file: {label}: {law}", flush=True)
+            else:
+                files.append((label, right[label], law))
+    print(f"  {len(files)} files made on the simulated arms ({time.perf_counter() - start:.0f} s here, "
+          f"{WORKERS} processes)", flush=True)
+    if CUHK.is_dir():
+        from dvrk_ident_ros.gc.loaders import load_poses
+
+        files.append(("real MTML-41878 (../shared, CUHK)", False, _law(load_poses(CUHK), "41878")))
+    else:
+        print(f"  {CUHK} absent: the real arm's file is left out")
+
+    print(f"  {'file':<72} {'right':>5} {'median':>7} {'min':>6} {'max':>6} refused")
+    wrong_accepted = right_refused = right_pairs = wrong_pairs = 0
+    distances, accepted_wrong, score_of = [], [], {}
+    for label, right, law in files:
+        check = FitCheck(law)
+        verdicts = [check.check(q, e) for q_all, e_all in at_rest for q, e in zip(q_all, e_all, strict=True)]
+        scores = np.array([v.score for v in verdicts])
+        distances.append([v.distance for v in verdicts])
+        score_of[label] = scores
+        refused = int(np.sum(scores > 1.0))
+        if right:
+            right_refused += refused
+            right_pairs += len(scores)
+        else:
+            wrong_accepted += len(scores) - refused
+            wrong_pairs += len(scores)
+            accepted_wrong += [(law, k) for k in np.flatnonzero(scores <= 1.0)]
+        print(f"  {label:<72} {'yes' if right else 'no':>5} {np.median(scores):7.2f} {scores.min():6.2f} "
+              f"{scores.max():6.2f} {refused:3d}/{len(scores)}", flush=True)
+    out = Path(__file__).resolve().parent.parent / "build" / "bench-fit-check.npz"
+    out.parent.mkdir(exist_ok=True)
+    np.savez(out, distance=np.array(distances), right=np.array([r for _, r, _ in files]),
+             labels=np.array([label for label, _, _ in files]))
+    print(f"  per-joint distances (N m, file x pose x joint) in {out}")
+    real_refused, real_pairs = real_arm_held_out()
+    if accepted_wrong:
+        drift_of_accepted(accepted_wrong, files[0][2], np.vstack(goals), count)
+    start = time.perf_counter()
+    trips, _, stopped, _ = guard_rates(files, np.vstack(goals), count, score_of)
+    print(f"  ({time.perf_counter() - start:.0f} s here)")
+    print(f"  fit_check: right files refused {right_refused}/{right_pairs} (simulated) and {real_refused}/"
+          f"{real_pairs} (real MTML-41878, held-out sweeps), wrong files accepted {wrong_accepted}/{wrong_pairs} "
+          f"(goal 0 and 0); with the take-over guard: right files stopped {right_refused + trips}/{right_pairs}, "
+          f"wrong files left compensating {wrong_accepted - stopped}/{wrong_pairs}")
+    return right_refused + trips == 0 and real_refused == 0 and wrong_accepted - stopped == 0
+
+
+def real_arm_held_out() -> tuple[int, int]:
+    """A right file on a real arm: MLSE refitted on the CUHK MTML-41878 data without each fold of whole sweeps
+    (gc/validation.py), checked at the held-out sweeps' poses against their recorded holding efforts; and at
+    the 10 % farthest poses of each joint (outside the refit's range: extrapolation, printed apart)."""
+    from dvrk_ident_ros.gc.loaders import load_poses
+    from dvrk_ident_ros.gc.validation import held_out_folds
+
+    if not CUHK.is_dir():
+        print(f"  {CUHK} absent: no real arm's held-out check")
+        return 0, 0
+    data = load_poses(CUHK)
+    by_family: dict[str, list[float]] = {}
+    for fold in held_out_folds(data):
+        check = FitCheck(_law(data.select(~fold.test), "fold"))
+        held = data.select(fold.test)
+        by_family.setdefault(fold.family, []).extend(check.check(q, tau).score for q, tau in
+                                                     zip(held.q, held.tau, strict=True))
+    for family, scores in by_family.items():
+        s = np.array(scores)
+        print(f"  real MTML-41878, its own refitted file at held-out {family} poses: {len(s)} poses, score median "
+              f"{np.median(s):.2f} p99 {np.percentile(s, 99):.2f} max {s.max():.2f}, refused {int(np.sum(s > 1))}")
+    sweeps = np.array(by_family.get("sweeps", []))
+    return int(np.sum(sweeps > 1.0)), len(sweeps)
+
+
+def guarded_takeover(job: tuple) -> tuple[bool, float, float]:
+    """The take-over at one pose as the node does it, ROS-free: the arm brought there by its PID (its own
+    compensation on) and settled 1 s, then the law alone at 1 kHz (servo_jf from each state sample) for the
+    take-over guard's window. Returns (the guard tripped, its worst displacement over the limit, the tip's
+    drift in mm over the window)."""
+    from dvrk_ident_ros.gc.model_law import ModelCompensation
+    from dvrk_ident_ros.gc.takeover_guard import GUARD_LIMITS, TakeoverGuard
+    from dvrk_ident_ros.sim.experiments import tip_drift
+
+    law, goal, seed, *psm = job  # a PSM's: (its model's parameters, goal, seed, sticky)
+    if psm:
+        config = load_sim_config("psm")
+        if psm[0]:
+            config = dataclasses.replace(config, coulomb_velocity={"1": 1e-4, "2": 1e-4, "3": 1e-4})
+        law = ModelCompensation(config.model, law, np.array(config.spec.compensation_torque_limit, dtype=float))
+        arm = SimulatedArm(config, "PSM1", seed=seed)
+        guard = TakeoverGuard(GUARD_LIMITS["PSM"])
+    else:
+        arm = SimulatedArm(load_sim_config("mtm"), "MTML", seed=seed)
+        guard = TakeoverGuard(GUARD_LIMITS["MTM"])
+    arm.use_gravity_compensation(not psm)
+    arm.advance(arm.move_jp(goal) + SETTLE)
+    steps = max(1, round(1e-3 / arm.dt))
+    q0 = arm.q.copy()
+    q, qd, _ = arm.measured()
+    guard.start(q, qd, arm.time)
+    arm.use_gravity_compensation(False)
+    tripped = False
+    while guard.watching and arm.ready:
+        q, qd, _ = arm.measured()
+        if guard.check(q, arm.time) >= 0:
+            tripped = True
+            break
+        arm.servo_jf(np.asarray(law.compute(q, qd, 1.0), dtype=float))
+        for _ in range(steps):
+            arm.step()
+    return tripped, guard.worst, tip_drift(arm, q0, arm.q)[0]
+
+
+def guard_rates(files: list, goals: np.ndarray, count: int, scores: dict) -> tuple[int, int, int, int]:
+    """The take-over guard behind the check: at every pose where a file was accepted, does the guard end the
+    compensation? Right files: how many trips (false); wrong files: how many accepted pairs it stops."""
+    jobs, kinds = [], []
+    for label, right, law in files:
+        for k in np.flatnonzero(scores[label] <= 1.0):
+            jobs.append((law, goals[k], EVAL_SEEDS[k // count]))
+            kinds.append(right)
+    with ProcessPoolExecutor(WORKERS) as pool:
+        results = list(pool.map(guarded_takeover, jobs))
+    k = 0
+    for label, _right, _ in files:
+        accepted = int(np.sum(scores[label] <= 1.0))
+        mine = results[k:k + accepted]
+        k += accepted
+        if mine:
+            print(f"    {label:<70} guard stopped {sum(t for t, _, _ in mine):3d}/{accepted:<3d} tip drift max "
+                  f"{max(d for _, _, d in mine):7.1f} mm")
+    right_trips = sum(t for (t, _, _), r in zip(results, kinds, strict=True) if r)
+    right_n = sum(kinds)
+    wrong_stopped = sum(t for (t, _, _), r in zip(results, kinds, strict=True) if not r)
+    wrong_n = len(kinds) - right_n
+    worst_right = max((w for (_, w, _), r in zip(results, kinds, strict=True) if r), default=0.0)
+    drift_right = max((d for (_, _, d), r in zip(results, kinds, strict=True) if r), default=0.0)
+    print(f"  take-over guard (gc/takeover_guard.py) where the check accepted: right files tripped {right_trips}/"
+          f"{right_n} (worst {100 * worst_right:.0f} % of a limit, tip drift at most {drift_right:.1f} mm), wrong "
+          f"files stopped {wrong_stopped}/{wrong_n}")
+    return right_trips, right_n, wrong_stopped, wrong_n
+
+
+def drift_of_accepted(pairs: list, right_law: CompensationLaw, poses: np.ndarray, count: int) -> None:
+    """What an accepted wrong file does: the tip's drift over 2 s under it, at each pose where it was accepted,
+    against the design grid's right file at the same poses (sim/experiments.py drift_test)."""
+    from dvrk_ident_ros.sim.experiments import drift_test
+
+    wrong_mm, right_mm = [], []
+    for law, k in pairs:
+        seed = EVAL_SEEDS[k // count]
+        wrong_mm.append(drift_test(SimulatedArm(load_sim_config("mtm"), "MTML", seed=seed), law,
+                                   poses[k:k + 1]).position_mm[0])
+        right_mm.append(drift_test(SimulatedArm(load_sim_config("mtm"), "MTML", seed=seed), right_law,
+                                   poses[k:k + 1]).position_mm[0])
+    w, r = np.array(wrong_mm), np.array(right_mm)
+    print(f"  where a wrong file was accepted ({len(w)} poses), tip drift over 2 s under it: median "
+          f"{np.nanmedian(w):.2f} mm, max {np.nanmax(w):.2f} mm; under the right file (design grid) at the same "
+          f"poses: median {np.nanmedian(r):.2f} mm, max {np.nanmax(r):.2f} mm")
+
+
+# -- the PSM: an identified model's check (gc/fit_check.py ModelFitCheck) -------------------------------------
+PSM_SEEDS = (3, 4)  # the simulated recording's noise: two identifications of the same arm
+PSM_PERTURBATIONS = ((0.05, 0.002, (41, 42, 43)), (0.10, 0.005, (51, 52, 53)))
+PSM_HOLD_POSES = 32
+
+
+def psm_file(job: tuple[str, int, float, float, int]) -> tuple[str, np.ndarray, np.ndarray]:
+    """(label, the identified model's parameters, the same refitted to the arm's static holds) of a simulated
+    PSM (its truth perturbed when ``spread`` > 0): SDP on a simulated recording of the shipped excitation
+    trajectory (noise ``seed``), then `dvrk-ident gc refit`'s gravity refit to holds from both sides."""
+    from dvrk_ident_ros.excitation.files import load_trajectory
+    from dvrk_ident_ros.excitation.holds import holds_grid
+    from dvrk_ident_ros.gc.static_refit import refit_gravity
+    from dvrk_ident_ros.identify.pipeline import identify
+    from dvrk_ident_ros.sim.experiments import static_holds
+    from dvrk_ident_ros.sim.physics import ArmPhysics
+    from dvrk_ident_ros.sim.run import simulate_tracking
+    from dvrk_ident_ros.sim.servo import PidServo
+
+    label, seed, spread, shift, arm_seed = job
+    config = load_sim_config("psm")
+    if spread > 0:
+        config = perturbed(config, spread, shift, arm_seed)
+    model = config.model
+    traj, meta = load_trajectory(config.spec.trajectory, arm=config.family)
+    duration = int(meta.get("periods") or 3) * traj.period
+    physics = ArmPhysics(model, config.delta, coulomb_velocity=config.coulomb_velocity)
+    data = simulate_tracking(physics, PidServo(config.gains, model.dof), traj, duration, record_every=5,
+                             noise=config.noise, rng=np.random.default_rng(seed))
+    result = identify(model, [data], "sdp")
+    delta = np.array([float(result.standard[name]) for name in model.parameter_names])
+    arm = SimulatedArm(config, "PSM1", seed=seed)
+    grid = holds_grid("PSM1", arm.checker, poses=PSM_HOLD_POSES, seed=seed, approach="both_sides", settle=2.0,
+                      samples=100)
+    holds = static_holds(arm, np.asarray(grid["sweeps"][0]["poses"]), settle=2.0, samples=100)
+    refit = refit_gravity(model, delta, holds.q, holds.effort)
+    return label, delta, refit.delta
+
+
+def psm() -> bool:
+    from dvrk_ident_ros.gc.fit_check import ModelFitCheck
+    from dvrk_ident_ros.gc.model_law import ModelCompensation
+
+    count = int(os.environ.get("DVRK_IDENT_BENCH_FIT_POSES", "30"))
+    config = load_sim_config("psm")
+    reference = SimulatedArm(config, "PSM1", noise=False)
+    n = config.spec.arm_joints
+    start = time.perf_counter()
+    at_rest, goals = [], []
+    sticky = dataclasses.replace(config, coulomb_velocity={"1": 1e-4, "2": 1e-4, "3": 1e-4})
+    for seed in EVAL_SEEDS:
+        poses = random_poses(reference, count, np.random.default_rng(200 + seed), fraction=0.8)
+        goals.append(poses)
+        for arm_config in (config, sticky):
+            q, effort = holding_efforts(arm_config, poses, seed, arm_name="PSM1")
+            at_rest.append((q[:, :n], effort[:, :n]))
+    print(f"  the simulated PSM1 held by its PID at {count} random poses under each of seeds {EVAL_SEEDS}, as "
+          "shipped and with static friction on joints 1-3 (Coulomb velocity 1e-4, as bench drift's sticky PSM) "
+          f"({time.perf_counter() - start:.0f} s here)", flush=True)
+    jobs = [(f"same arm, identified (recording noise seed {s})", s, 0.0, 0.0, 0) for s in PSM_SEEDS]
+    for spread, shift, seeds in PSM_PERTURBATIONS:
+        jobs += [(f"perturbed arm (masses {100 * spread:.0f} %, centres {1e3 * shift:.0f} mm), seed {a}",
+                  PSM_SEEDS[0], spread, shift, a) for a in seeds]
+    start = time.perf_counter()
+    with ProcessPoolExecutor(WORKERS) as pool:
+        made = list(pool.map(psm_file, jobs))
+    print(f"  {2 * len(made)} PSM files made ({time.perf_counter() - start:.0f} s here, {WORKERS} processes)")
+    print(f"  {'file':<72} {'right':>5} {'median':>7} {'min':>6} {'max':>6} refused")
+    right_refused = right_pairs = wrong_accepted = wrong_pairs = 0
+    distances, rights, psm_scores, kinds_of = [], [], {}, {}
+    limit = np.array(config.spec.compensation_torque_limit, dtype=float)
+    for (label, identified, refitted), job in zip(made, jobs, strict=True):
+        same_arm = job[2] == 0.0
+        for law, kind in ((ModelCompensation(config.model, identified, limit, label),
+                           "unrefitted" if same_arm else "wrong"),
+                          (ModelCompensation(config.model, refitted, limit, label + ", refitted"),
+                           "right" if same_arm else "wrong")):
+            check = ModelFitCheck(law)
+            verdicts = [check.check(q, e) for qs, es in at_rest for q, e in zip(qs, es, strict=True)]
+            scores = np.array([v.score for v in verdicts])
+            psm_scores[law.source], kinds_of[law.source] = scores, kind
+            distances.append([v.distance for v in verdicts])
+            rights.append(kind != "wrong")
+            refused = int(np.sum(scores > 1.0))
+            if kind == "right":
+                right_refused, right_pairs = right_refused + refused, right_pairs + len(scores)
+            elif kind == "wrong":
+                wrong_accepted, wrong_pairs = wrong_accepted + len(scores) - refused, wrong_pairs + len(scores)
+            shown = {"right": "yes", "wrong": "no", "unrefitted": "(1)"}[kind]
+            print(f"  {law.source:<72} {shown:>5} {np.median(scores):7.2f} {scores.min():6.2f} "
+                  f"{scores.max():6.2f} {refused:3d}/{len(scores)}", flush=True)
+    print("  (1) the same arm's identified model before its gravity refit: not the file a lab compensates a PSM "
+          "with (`dvrk-ident gc refit` first), counted neither right nor wrong")
+    guard_jobs, guard_kind = [], []
+    for (label, identified, refitted) in made:
+        for delta, source in ((identified, label), (refitted, label + ", refitted")):
+            for k in np.flatnonzero(psm_scores[source] <= 1.0):
+                seed_index, sticky = divmod(int(k) // count, 2)
+                guard_jobs.append((delta, goals[seed_index][int(k) % count], EVAL_SEEDS[seed_index], bool(sticky)))
+                guard_kind.append(kinds_of[source])
+    start = time.perf_counter()
+    with ProcessPoolExecutor(WORKERS) as pool:
+        results = list(pool.map(guarded_takeover, guard_jobs))
+    kinds = np.array(guard_kind)
+    trips = np.array([t for t, _, _ in results])
+    drift = np.array([d for _, _, d in results])
+    print(f"  take-over guard where the check accepted ({time.perf_counter() - start:.0f} s here), tip drift over "
+          "its window:")
+    for kind in ("right", "unrefitted", "wrong"):
+        mine = kinds == kind
+        if mine.any():
+            print(f"    {kind:<10} files: stopped {int(trips[mine].sum())}/{int(mine.sum())}, tip drift of those left "
+                  f"compensating at most {drift[mine & ~trips].max(initial=0.0):.1f} mm (of all "
+                  f"{drift[mine].max():.1f} mm)")
+    right_refused += int(trips[kinds == "right"].sum())
+    wrong_accepted -= int(trips[kinds == "wrong"].sum())
+    d, r = np.array(distances), np.array(rights)
+    print("  per-joint distance (N m; N for the insertion), the same arm's files' max: "
+          + " ".join(f"{x:.3f}" for x in d[r].max(axis=(0, 1))) + "; wrong files' median: "
+          + " ".join(f"{x:.3f}" for x in np.median(d[~r], axis=(0, 1))))
+    print(f"  fit_check PSM, with the take-over guard: right files stopped {right_refused}/{right_pairs}, wrong "
+          f"files left compensating {wrong_accepted}/{wrong_pairs} (goal 0 and 0)")
+    return right_refused == 0 and wrong_accepted == 0
