@@ -289,8 +289,12 @@ class GravityCompensationNode(Node):
             sup.update_period()
         self._arm_watchdog(int(1e9 * sup.deadline()))
         guard = self.guard
-        if guard is not None and guard.watching and guard.check(q, arrival) >= 0:
-            return self._pulled_away(q)
+        if guard is not None and guard.watching:
+            state = sup.state
+            if state != CompensationState.ACTIVE and state != CompensationState.RAMP_IN:
+                guard.stop()  # fading (a late state): the arm's motion is no longer the file's alone
+            elif guard.check(q, arrival) >= 0:
+                return self._pulled_away(q)
         law = self.law
         total = law.compute(q, qd, scale)
         ramp_from = self._ramp_from
