@@ -13,8 +13,13 @@ under each of two noise seeds. The files, each checked at every pose with the no
   centres of mass moved by N(0, c), as two arms of one design differ: ``PERTURBATIONS``), each fitted on the
   design grid.
 
-Printed per file: the score's median and extremes over the poses and the poses refused; last lines: right
-files refused and wrong files accepted, over all (file, pose) pairs. Pass: none of either.
+Printed per file: the score's median and extremes over the poses and the poses refused. Then the real arm's
+own file at its held-out sweeps (../shared), the drift of the wrong files where they were accepted, and the
+take-over guard (gc/takeover_guard.py) run at every accepted (file, pose): what it stops. Then the same for the
+PSM (:func:`psm`): models identified on the simulated PSM1 and refitted to its holds (right), and on perturbed
+PSMs (wrong), checked by ModelFitCheck at random poses of the arm as shipped and with static friction.
+Pass: no right file refused or stopped, no wrong file left compensating. ``DVRK_IDENT_BENCH_FIT_ARMS``
+("mtm,psm") chooses the arms.
 """
 from __future__ import annotations
 
