@@ -293,8 +293,10 @@ class GravityCompensationNode(Node):
             state = sup.state
             if state != CompensationState.ACTIVE and state != CompensationState.RAMP_IN:
                 guard.stop()  # fading (a late state): the arm's motion is no longer the file's alone
-            elif guard.check(q, arrival) >= 0:
-                return self._pulled_away(q)
+            else:
+                moved = guard.check(q, arrival)
+                if moved >= 0:
+                    return self._pulled_away(q, moved)
         law = self.law
         total = law.compute(q, qd, scale)
         ramp_from = self._ramp_from
@@ -523,12 +525,11 @@ class GravityCompensationNode(Node):
         request_exit(2)
         return False
 
-    def _pulled_away(self, q: list[float]) -> None:
-        """The take-over guard tripped: the file pulls the arm away from where it rested. Hold it there (the
-        arm's own PID), the flag back as found, the reason, exit status 2."""
+    def _pulled_away(self, q: list[float], joint: int) -> None:
+        """The take-over guard tripped on ``joint``: the file pulls the arm away from where it rested. Hold it
+        there (the arm's own PID), the flag back as found, the reason, exit status 2."""
         guard = self.guard
         assert guard is not None
-        joint = max(range(len(guard.limit)), key=lambda i: abs(guard.displacement(q, i)) / guard.limit[i])
         name = self._names[joint] if joint < len(self._names) else f"joint {joint + 1}"
         guard.stop()
         self.supervisor.stop()
