@@ -1174,13 +1174,15 @@ def test_a_file_that_pulls_the_arm_away_after_the_take_over_is_stopped(ros_env, 
         lab.probe.spin_for(1.0)
         code = gc.wait()
         rest = np.array(lab.measured[-1][1].position)
+        flag_on = lab.builtin_on()  # the arm's own reading: the flag arrived (this probe may not hear the node)
     gc_out = output_of(gc)
-    holds, flags = len(lab.holds), [m.data for _, m in lab.builtin]
     lab.close()
     assert code == 2, gc_out
     stopped = _lines_with(gc_out, "the file pulled MTML away from where it rested")
     assert len(stopped) == 1 and "/MTML/hold sent" in stopped[0], gc_out
-    assert holds >= 1 and flags[-1] is True, (holds, flags)  # held, and the flag back on as found
+    # the flag back on as found, by the arm's own reading; the hold, by the arm staying still (below): under load
+    # this probe may not have discovered the node's publishers before the node stopped and exited
+    assert flag_on, "the dVRK's own compensation is not back on"
     moved = np.max(np.abs(rest - held_at))
     print(f"\n{stopped[0]}\nthe arm moved {moved:.4f} rad at most between 0.5 s and 1.5 s after the stop "
           f"({np.max(np.abs(rest - taken_at)):.3f} rad from where it rested before)")
