@@ -1118,10 +1118,12 @@ def test_the_safety_net_hands_back_an_arm_whose_compensation_was_killed(ros_env,
         assert lab.probe.spin_until(lambda: lab.measured and lab.readings, 20.0, sim), output_of(sim)
         with running(launch, ros_env) as clean:
             assert lab.probe.spin_until(lambda: len(lab.servo_jf) > 100, 30.0, clean), output_of(clean)
+            # the arm's own reading: its compensation was off while the node compensated
+            clean_took_over = not lab.builtin_on()
             clean.send_signal(signal.SIGINT)
             assert lab.probe.spin_until(lambda: clean.poll() is not None, 15.0), output_of(clean)
             lab.probe.spin_for(0.5)
-        clean_holds, clean_flags = len(lab.holds), [m.data for _, m in lab.builtin]
+        clean_holds, clean_flags, clean_handed_back = len(lab.holds), [m.data for _, m in lab.builtin], lab.builtin_on()
         before = len(lab.servo_jf)
         with running(launch, ros_env) as killed:
             assert lab.probe.spin_until(lambda: len(lab.servo_jf) > before + 100, 30.0, killed), output_of(killed)
@@ -1139,7 +1141,10 @@ def test_the_safety_net_hands_back_an_arm_whose_compensation_was_killed(ros_env,
         on_again = lab.builtin_on()
     lab.close()
     print(f"\nafter SIGKILL: hold {1e3 * (holds[0] - at):.0f} ms, flag {1e3 * (flags[0][0] - at):.0f} ms")
-    assert clean_holds == 0 and clean_flags == [False, True], (clean_holds, clean_flags)  # the node's own
+    # the node's own hand-back and nothing from the net; under load this probe may discover the node's publisher
+    # only after its take-over's `false`, so the take-over is read from the arm
+    assert clean_took_over and clean_handed_back, (clean_took_over, clean_handed_back)
+    assert clean_holds == 0 and clean_flags in ([False, True], [True]), (clean_holds, clean_flags)
     assert len(holds) == 1 and len(flags) == 1 and flags[0][1].data is True, (holds, flags)
     assert holds[0] - at < 2.0 and flags[0][0] - at < 2.0  # the figure (0.2 s) is the bench's
     assert on_again, "the dVRK's own compensation is not back on"
