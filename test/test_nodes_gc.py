@@ -1100,6 +1100,12 @@ def test_a_gc_file_of_another_arm_is_refused_before_any_command(ros_env, rclpy_c
     assert "N m held, file" in refusal[0] and "score" in refusal[0], refusal[0]
 
 
+def _net_discovered(node) -> bool:
+    """The safety net's hold and use_gravity_compensation publishers are in ``node``'s graph."""
+    return all(any(info.node_name.startswith("gc_safety_net") for info in node.get_publishers_info_by_topic(topic))
+               for topic in (f"/{ARM}/hold", BUILTIN))
+
+
 @pytest.mark.slow
 @pytest.mark.ros
 def test_the_safety_net_hands_back_an_arm_whose_compensation_was_killed(ros_env, rclpy_context, tmp_path):
@@ -1124,11 +1130,15 @@ def test_the_safety_net_hands_back_an_arm_whose_compensation_was_killed(ros_env,
             assert lab.probe.spin_until(lambda: clean.poll() is not None, 15.0), output_of(clean)
             lab.probe.spin_for(0.5)
         clean_holds, clean_flags, clean_handed_back = len(lab.holds), [m.data for _, m in lab.builtin], lab.builtin_on()
+        clean_out = output_of(clean)
         before = len(lab.servo_jf)
         with running(launch, ros_env) as killed:
             assert lab.probe.spin_until(lambda: len(lab.servo_jf) > before + 100, 30.0, killed), output_of(killed)
             state = read_state(net_state)
             assert state is not None and state.owned and state.restore_flag is True, state
+            # this probe, like the arm, hears the net once it has discovered the net's publishers (the net waits
+            # for the subscribers it knows; it cannot know of one that has not announced itself yet)
+            assert lab.probe.spin_until(lambda: _net_discovered(lab.probe.node), 10.0), output_of(killed)
             flags_before = len(lab.builtin)
             os.kill(state.pid, signal.SIGKILL)
             at = time.monotonic()
@@ -1143,14 +1153,52 @@ def test_the_safety_net_hands_back_an_arm_whose_compensation_was_killed(ros_env,
     print(f"\nafter SIGKILL: hold {1e3 * (holds[0] - at):.0f} ms, flag {1e3 * (flags[0][0] - at):.0f} ms")
     # the node's own hand-back and nothing from the net; under load this probe may discover the node's publisher
     # only after its take-over's `false`, so the take-over is read from the arm
-    assert clean_took_over and clean_handed_back, (clean_took_over, clean_handed_back)
-    assert clean_holds == 0 and clean_flags in ([False, True], [True]), (clean_holds, clean_flags)
+    assert clean_took_over and clean_handed_back, (clean_took_over, clean_handed_back, clean_out)
+    assert clean_holds == 0 and clean_flags in ([False, True], [True]), (clean_holds, clean_flags, clean_out)
     assert len(holds) == 1 and len(flags) == 1 and flags[0][1].data is True, (holds, flags)
     assert holds[0] - at < 2.0 and flags[0][0] - at < 2.0  # the figure (0.2 s) is the bench's
-    assert on_again, "the dVRK's own compensation is not back on"
+    assert on_again, f"the dVRK's own compensation is not back on\n{out}"
     assert killed.returncode != 0, out
     assert len(_lines_with(out, "ended without handing the arm back: /MTML/hold sent, the dVRK's own "
                                 "compensation back on")) == 1, out
+
+
+@pytest.mark.ros
+def test_the_safety_net_leaves_a_leftover_alone_and_marks_what_it_handed_back(ros_env, rclpy_context):
+    """A state file the net finds when it starts, of a node that had already ended (it died while no net
+    watched), is reported and not acted on: the arm may be in someone's hands by now. A node that ends while
+    the net watches is handed back once, and the net writes `owned: false` so that no later net repeats it."""
+    from std_msgs.msg import Empty
+
+    from dvrk_ident_ros.gc.safety_net import NetState, read_state, state_path, write_state
+
+    path = state_path(ARM, ros_env["ROS_DOMAIN_ID"])
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    write_state(path, NetState(ARM, gone.pid, True, True))
+    net = [sys.executable, "-m", "dvrk_ident_ros.nodes.gc_safety_net", "--ros-args", "-p", f"arm:={ARM}"]
+    probe = Probe(rclpy_context, "gc_test_net_leftover")
+    holds = probe.collect(Empty, f"/{ARM}/hold")
+    try:
+        with running(net, ros_env) as proc, running([sys.executable, "-c", "import time; time.sleep(60)"],
+                                                    ros_env) as owner:
+            assert probe.spin_until(lambda: _net_discovered(probe.node), 20.0, proc), output_of(proc)
+            probe.spin_for(1.0)
+            leftover_holds = len(holds)
+            write_state(path, NetState(ARM, owner.pid, True, True))
+            probe.spin_for(0.3)
+            owner.kill()
+            assert probe.spin_until(lambda: holds, 5.0, proc), output_of(proc)
+            probe.spin_for(0.5)
+            after = read_state(path)
+        out = output_of(proc)
+    finally:
+        probe.close()
+        path.unlink(missing_ok=True)
+    assert leftover_holds == 0, out
+    assert len(_lines_with(out, f"says pid {gone.pid} owns {ARM}, but it had ended before this net started")) == 1, out
+    assert len(holds) == 1, out
+    assert after is not None and after.pid == owner.pid and not after.owned, after
 
 
 @pytest.mark.ros

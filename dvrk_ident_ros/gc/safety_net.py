@@ -13,7 +13,10 @@ left, with the dVRK's own compensation off. So:
   ends, no polling) and, when it ends while the file still says it owns the arm, sends ``hold`` (the arm's own
   PID holds it where it is) and the flag as found: :func:`hand_back`.
 
-A clean exit gives the arm back itself and writes ``owned: false`` first: the net then does nothing.
+A clean exit gives the arm back itself and writes ``owned: false`` first: the net then does nothing; a net
+that handed back writes the same. A state a net finds when it starts, of a process that had already ended, is
+a leftover (a node that died while no net watched it): the net reports it and does not act on it, since the arm
+may be in someone's hands by now.
 """
 from __future__ import annotations
 
@@ -72,6 +75,14 @@ def read_state(path: Path) -> NetState | None:
         return NetState(str(raw["arm"]), int(raw["pid"]), bool(raw["owned"]), None if flag is None else bool(flag))
     except (KeyError, TypeError, ValueError) as exc:
         raise DataError(f"{path}: not a safety-net state ({exc})") from exc
+
+
+def written_at(path: Path) -> float | None:
+    """When the state in ``path`` was last written (epoch s); None when there is none."""
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return None
 
 
 def hand_back(state: NetState | None) -> HandBack | None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import threading
 import time
+from collections import deque
 
 import numpy as np
 import rclpy
@@ -21,6 +22,9 @@ from dvrk_ident_ros.arms import arm_spec, canonical_arm, player_status_topic
 from dvrk_ident_ros.data.interfaces import stamp_seconds
 from dvrk_ident_ros.errors import DvrkIdentError
 from dvrk_ident_ros.nodes.common import EVENT_QOS, STATE_QOS, ArmStateMonitor, fill_joint_state
+
+#: state stamps kept to tell a compensation's answers from its own commands (2 s at 1 kHz)
+STAMPS_KEPT = 2000
 
 
 class ArmClient:
@@ -39,8 +43,10 @@ class ArmClient:
         self.states = 0
         self.node.create_subscription(JointState, f"/{arm}/measured_js", self._on_state, STATE_QOS)
         self._move = self.node.create_publisher(JointState, f"/{arm}/move_jp", 10)
-        # the stamp of the first servo_jf seen: a compensation node stamps it with the state it answers
+        # the stamp of the first servo_jf that answers a state (a compensation node stamps it with the state it
+        # answers; its own commands, a fade or a zero, carry its clock's time)
         self.first_effort_stamp: float | None = None
+        self._state_stamps: deque[float] = deque(maxlen=STAMPS_KEPT)  # of the latest valid states
         self.last_effort: tuple[float, np.ndarray] | None = None  # (its stamp, effort) of the last servo_jf
         self.history: list[tuple[float, np.ndarray]] = []  # (state stamp, position) while recording
         self.recording = False
@@ -66,6 +72,7 @@ class ArmClient:
             return  # stamp 0 (the arm not ready), the last sample again (its loop stalled), malformed: not fresh
         self.state = (now, np.asarray(msg.position, dtype=float), np.asarray(msg.effort, dtype=float))
         self.states += 1
+        self._state_stamps.append(stamp_seconds(stamp))
         if self.recording:
             self.history.append((stamp_seconds(msg.header.stamp), self.state[1]))
 
@@ -112,7 +119,7 @@ class ArmClient:
 
     def _on_effort(self, msg: JointState) -> None:
         stamp = stamp_seconds(msg.header.stamp)
-        if self.first_effort_stamp is None:
+        if self.first_effort_stamp is None and stamp in self._state_stamps:
             self.first_effort_stamp = stamp
         self.last_effort = (stamp, np.asarray(msg.effort, dtype=float))
 

@@ -19,12 +19,23 @@ from rclpy.node import Node
 from std_msgs.msg import Bool, Empty
 
 from dvrk_ident_ros.errors import DataError
-from dvrk_ident_ros.gc.safety_net import ProcessWatch, hand_back, read_state, state_path
+from dvrk_ident_ros.gc.safety_net import (
+    NetState,
+    ProcessWatch,
+    hand_back,
+    read_state,
+    state_path,
+    write_state,
+    written_at,
+)
 from dvrk_ident_ros.nodes.common import check_arm_name, declare_parameters, run
 from dvrk_ident_ros.parameters.gc_safety_net import SCHEMA as PARAMETERS
 
 #: s: how often the state file is read while no owning node is watched
 READ_EVERY = 0.05
+#: s: the longest a hand-back waits for the subscribers the graph knows to match the net's publishers (a net
+#: started a moment before its node died, on a loaded host, may not be matched yet: a message sent then is lost)
+MATCH_WAIT = 2.0
 
 
 class GcSafetyNetNode(Node):
@@ -38,6 +49,7 @@ class GcSafetyNetNode(Node):
         self._lock = threading.Lock()
         self._handled: set[int] = set()  # pids handed back already
         self._bad_file_said = False
+        self._started = time.time()  # a state written before, whose node had ended, is a leftover
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._watch, name="gc_safety_net", daemon=True)
         self._thread.start()
@@ -60,6 +72,14 @@ class GcSafetyNetNode(Node):
                 self._stop.wait(READ_EVERY)
                 continue
             watch = ProcessWatch(state.pid)
+            if watch.ended and (written_at(self.path) or 0.0) < self._started:
+                watch.close()
+                self._handled.add(state.pid)
+                self.get_logger().warning(
+                    f"{self.path} says pid {state.pid} owns {self.arm}, but it had ended before this net started: "
+                    f"a leftover of a node no net watched; not handing back now (the arm may be in use). Check "
+                    f"that {self.arm} is held and its own gravity compensation as it should be")
+                continue
             try:
                 while not self._stop.is_set() and not watch.wait(READ_EVERY):
                     now = self._read()
@@ -81,14 +101,25 @@ class GcSafetyNetNode(Node):
             self._handled.add(pid)
             if action is None:
                 return
+            self._wait_matched(ended_at + MATCH_WAIT)
             self._hold.publish(Empty())
             if action.flag is not None:
                 self._flag.publish(Bool(data=action.flag))
+            write_state(self.path, NetState(state.arm, pid, False, state.restore_flag))  # handed back: by the net
             took = 1e3 * (time.monotonic() - ended_at)
             flag = "" if action.flag is None else f", the dVRK's own compensation back {'on' if action.flag else 'off'}"
         self.get_logger().error(
             f"the gravity compensation of {self.arm} (pid {pid}) ended without handing the arm back: /{self.arm}/hold "
             f"sent{flag} ({took:.1f} ms after its end was seen)")
+
+    def _wait_matched(self, deadline: float) -> None:
+        """Until every subscriber of hold and use_gravity_compensation the graph knows (at least one: the arm)
+        has matched the net's publisher, or ``deadline`` (monotonic s)."""
+        topics = ((self._hold, f"/{self.arm}/hold"), (self._flag, f"/{self.arm}/use_gravity_compensation"))
+        while time.monotonic() < deadline:
+            if all(pub.get_subscription_count() >= max(1, self.count_subscribers(topic)) for pub, topic in topics):
+                return
+            time.sleep(0.005)
 
     def close(self) -> None:
         """Stopped (the launch ends): one last check of the node, then the thread ends."""
