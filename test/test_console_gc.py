@@ -1,0 +1,213 @@
+"""The console's own PSM/ECM gravity (gc/console_gc.py) against a transcription of what the console computes.
+
+The transcription below follows cisst's robManipulator::RNE_MDH (cisstRobot, the recursion CCG_MDH calls with
+zero velocities) link by link: a forward pass carrying the base's "up" acceleration into each link frame, a
+backward pass summing forces and moments; with the prismatic joint's displacement in the moment arm (PStar),
+as cisst's 2025 unit test (robManipulatorTest.cpp, the RP arm) requires. Then the console's joint maps
+(mtsIntuitiveResearchKitPSM.cpp, ECM.cpp at 2.4). It shares no code with the package's regressor.
+"""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dvrk_ident_ros.errors import DataError
+from dvrk_ident_ros.gc.console_gc import (
+    JOINT_MAPS,
+    ChainLink,
+    ConsoleChain,
+    fit_moments,
+    load_chain,
+    mounting_pitch_of,
+    parse_chain,
+    up_vector,
+)
+
+CONFIG = Path(__file__).resolve().parents[1] / "config"
+
+
+def _rot_x(a: float) -> np.ndarray:
+    c, s = math.cos(a), math.sin(a)
+    return np.array([[1, 0, 0], [0, c, -s], [0, s, c]])
+
+
+def _rot_z(a: float) -> np.ndarray:
+    c, s = math.cos(a), math.sin(a)
+    return np.array([[c, -s, 0], [s, c, 0], [0, 0, 1]])
+
+
+def _orientation(link: ChainLink, q: float) -> np.ndarray:
+    theta = link.theta + (0.0 if link.prismatic else link.offset + q)
+    return _rot_x(link.alpha) @ _rot_z(theta)
+
+
+def _p_star(link: ChainLink, q: float) -> np.ndarray:
+    d = link.d + (link.offset + q if link.prismatic else 0.0)
+    return np.array([link.a, -d * math.sin(link.alpha), d * math.cos(link.alpha)])
+
+
+def ccg_mdh(links: list[ChainLink], q: np.ndarray, up: np.ndarray) -> np.ndarray:
+    """cisst RNE_MDH with qd = qdd = 0 and no external wrench: the static torques, one per link."""
+    count = len(links)
+    forces = []
+    vd = np.array(up, dtype=float)
+    for i in range(count):
+        A = _orientation(links[i], q[i]).T
+        vd = A @ vd  # w = wd = 0: the frame's acceleration is the carried "up"
+        forces.append(links[i].mass * vd)
+    f, n = np.zeros(3), np.zeros(3)
+    tau = np.zeros(count)
+    z0 = np.array([0.0, 0.0, 1.0])
+    for i in range(count - 1, -1, -1):
+        A, ps = np.eye(3), np.zeros(3)
+        if i != count - 1:
+            A, ps = _orientation(links[i + 1], q[i + 1]), _p_star(links[i + 1], q[i + 1])
+        s = np.array(links[i].com)
+        n = A @ n + np.cross(s, forces[i]) + np.cross(ps, A @ f)
+        f = A @ f + forces[i]
+        tau[i] = f @ z0 if links[i].prismatic else n @ z0
+    return tau
+
+
+def console_efforts(links: list[ChainLink], q_arm: np.ndarray, mounting_pitch: float) -> np.ndarray:
+    """What GravityCompensationPSM / ECM::compute return for measured positions q_arm."""
+    up = 9.81 * np.array([0.0, math.sin(mounting_pitch), math.cos(mounting_pitch)])
+    j = q_arm
+    if len(links) == 7:
+        t = ccg_mdh(links, np.array([j[0], 0.0, j[1], -j[1], j[1], 0.5 * j[2], 0.5 * j[2]]), up)
+        return np.array([t[0], t[2] - t[3] + t[4], t[6]])
+    if len(links) == 6:
+        t = ccg_mdh(links, np.array([j[0], 0.0, j[1], -j[1], j[1], j[2]]), up)
+        return np.array([t[0], t[2] - t[3] + t[4], t[5], 0.0])
+    return ccg_mdh(links, np.asarray(j[:4], dtype=float), up)
+
+
+def test_the_transcription_gives_cisst_s_own_unit_test_values():
+    """robManipulatorTest.cpp (2025): an RP arm, gravity along -y; vertical: the slider carries m g, no torque;
+    horizontal and extended by 1 m: -(length + 1) m g on the hinge."""
+    mass, g, length = 2.0, 9.81, 1.5
+    rp = [ChainLink("r", 0.0, 0.0, 0.0, 0.0, mass=1.5),
+          ChainLink("p", -math.pi / 2, 0.0, 0.0, length, prismatic=True, mass=mass)]
+    tau = ccg_mdh(rp, np.array([0.0, 0.0]), np.array([0.0, g, 0.0]))
+    assert tau == pytest.approx([0.0, mass * g], abs=1e-12)
+    tau = ccg_mdh(rp, np.array([math.pi / 2, 1.0]), np.array([0.0, g, 0.0]))
+    assert tau[0] == pytest.approx(-(length + 1) * mass * g, abs=1e-12)
+
+
+def _random_masses(chain: ConsoleChain, rng: np.random.Generator) -> ConsoleChain:
+    moments = np.concatenate([[m := rng.uniform(0.1, 3.0), *(m * rng.uniform(-0.2, 0.2, 3))]
+                              for _ in chain.links])
+    return chain.with_moments(moments)
+
+
+@pytest.mark.parametrize("length", sorted(JOINT_MAPS))
+def test_the_package_computes_what_the_console_computes(length: int):
+    """Random masses and centres on the PSM's, the ECM Si's and the ECM Classic's chain shapes, random
+    poses and mounting pitches: the package's vectorised torques equal the transcription to 1e-9."""
+    rng = np.random.default_rng(length)
+    geometry = {7: load_chain(CONFIG / "console_gc" / "psm.json").links,
+                6: [ChainLink("yaw", math.pi / 2, 0, math.pi / 2, 0), ChainLink("iy", -math.pi / 2, -0.0712,
+                    math.pi / 2, 0, active=False), ChainLink("p1", 0, 0.2913, -2.04193, 0),
+                    ChainLink("p2", 0, 0.20313, 1.83474, 0), ChainLink("p3", 0, 0.346122, 0.207187, 0),
+                    ChainLink("ins", -math.pi / 2, 0.0922, math.pi, -0.2012, prismatic=True)],
+                4: [ChainLink("yaw", math.pi / 2, 0, 0, 0, offset=math.pi / 2),
+                    ChainLink("pitch", -math.pi / 2, 0, 0, 0, offset=-math.pi / 2),
+                    ChainLink("insertion", math.pi / 2, 0, 0, 0, prismatic=True, offset=-0.3822),
+                    ChainLink("roll", 0, 0, 0, 0.3829)]}[length]
+    chain = _random_masses(ConsoleChain(geometry), rng)
+    q = np.column_stack([rng.uniform(-1.5, 1.5, (20, 2)), rng.uniform(0.0, 0.25, 20), rng.uniform(-1, 1, 20)])
+    for pitch in (0.0, -math.pi / 4, -1.22173):
+        ours = chain.torques(q, pitch)
+        theirs = np.array([console_efforts(list(chain.links), row, pitch) for row in q])
+        assert np.max(np.abs(ours - theirs)) <= 1e-9 * max(1.0, np.max(np.abs(theirs))), (ours - theirs)
+
+
+def test_the_classic_psm_template_has_the_description_s_geometry():
+    """config/console_gc/psm.json folds config/psm.yaml's parallelogram into the console's 7 links: its
+    yaw, pitch3 and insertion frames are the description's frames 1, 2'''' and 3, at any pose."""
+    from dvrk_ident_ros.model.arm_model import load_model
+
+    model = load_model("psm")
+    names = [frame.name for frame in model.description.frames]
+    chain = load_chain(CONFIG / "console_gc" / "psm.json")
+    rng = np.random.default_rng(3)
+    q = np.column_stack([rng.uniform(-1.4, 1.4, 30), rng.uniform(-0.7, 0.8, 30), rng.uniform(0.07, 0.23, 30),
+                         rng.uniform(-1.0, 1.0, (30, 4))])
+    T = model.forward_kinematics(model.motor_from_dvrk(q))
+    R, p = chain.frames(q[:, :3] @ chain.map.to_chain.T)
+    for link, frame in ((0, "1"), (4, "2''''"), (6, "3")):
+        k = names.index(frame)
+        assert np.max(np.abs(T[:, k, :3, 3] - p[:, link])) < 1e-12
+        assert np.max(np.abs(T[:, k, :3, :3] - R[:, link])) < 1e-12
+    assert mounting_pitch_of(model.description.gravity) == 0.0  # a Classic PSM's default pitch
+
+
+def test_fitted_masses_reproduce_the_simulated_psm_s_gravity():
+    """The simulated PSM's true gravity (its description's 8 bodies behind joints 1-3, the tool included,
+    which the 7-link chain can only approximate) fitted onto the template: the fitted chain, through the
+    transcription, within 0.02 N m (N) of the truth at poses not fitted; every mass positive."""
+    from dvrk_ident_ros.sim.config import load_sim_config
+
+    config = load_sim_config("psm")
+    model = config.model
+    rng = np.random.default_rng(5)
+
+    def poses(n: int) -> np.ndarray:
+        return np.column_stack([rng.uniform(-1.45, 1.45, n), rng.uniform(-0.75, 0.8, n),
+                                rng.uniform(0.07, 0.235, n), rng.uniform(-1.4, 1.4, (n, 4))])
+
+    def gravity(q: np.ndarray) -> np.ndarray:
+        return model.gravity(model.motor_from_dvrk(q), config.delta) @ model.A_inv
+
+    q_fit, q_check = poses(300), poses(100)
+    fit = fit_moments(load_chain(CONFIG / "console_gc" / "psm.json"), q_fit, gravity(q_fit), q_check,
+                      gravity(q_check), 0.0)
+    console = np.array([console_efforts(list(fit.chain.links), row, 0.0) for row in q_check])
+    error = console - gravity(q_check)[:, :3]
+    assert np.max(np.abs(error)) < 0.02, np.max(np.abs(error), axis=0)
+    assert np.sqrt(np.mean(error ** 2, axis=0)) == pytest.approx(fit.rms, rel=1e-6)
+    assert all(link.mass > 0 for link in fit.chain.links if link.active)
+
+
+def test_a_written_file_reads_back_and_the_dvrk_s_comments_are_accepted(tmp_path: Path):
+    chain = _random_masses(load_chain(CONFIG / "console_gc" / "psm.json"), np.random.default_rng(9))
+    path = tmp_path / "PSM1-gc.json"
+    path.write_text(json.dumps(chain.document("test")))
+    again = load_chain(path)
+    assert np.allclose(again.moments, chain.moments, rtol=1e-12, atol=1e-15)
+    commented = tmp_path / "shipped.json"
+    commented.write_text('/* -*- Mode: Javascript -*- */\n{\n // a comment "with quotes"\n "DH": {"convention": '
+                         '"modified", "links": [' + ", ".join(
+                             json.dumps(e) for e in chain.document()["DH"]["joints"]) + "] // end\n}}\n")
+    assert np.allclose(load_chain(commented).moments, chain.moments)
+
+
+@pytest.mark.parametrize("document, message", [
+    ({}, 'no "DH" object'),
+    ({"DH": {"convention": "standard", "links": []}}, "modified DH"),
+    ({"DH": {"convention": "modified", "links": [{"alpha": 0}] * 5}}, "not 5"),
+    ({"DH": {"convention": "modified", "links": [{"mass": -1}] * 4}}, "the mass >= 0"),
+    ({"DH": {"convention": "modified", "links": [{"type": "ball"}] * 4}}, "revolute or prismatic"),
+])
+def test_a_bad_chain_is_refused_with_the_reason(document, message):
+    with pytest.raises(DataError, match=message):
+        parse_chain(document)
+
+
+def test_an_unreadable_chain_file_is_one_clear_error(tmp_path: Path):
+    with pytest.raises(DataError, match="cannot read"):
+        load_chain(tmp_path / "missing.json")
+    (tmp_path / "bad.json").write_text("{not json")
+    with pytest.raises(DataError, match="not JSON"):
+        load_chain(tmp_path / "bad.json")
+
+
+def test_up_vector_and_pitch_agree():
+    for pitch in (0.0, -0.785398, -1.22173, 0.3):
+        assert mounting_pitch_of(-up_vector(pitch)) == pytest.approx(pitch, abs=1e-12)
+    with pytest.raises(DataError, match="x component"):
+        mounting_pitch_of(np.array([1.0, 0.0, -9.81]))
