@@ -22,6 +22,7 @@ status, 1 for the fit, the hold, a drift over the limit, a stop request).
 from __future__ import annotations
 
 import csv
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -473,6 +474,8 @@ class Calibration:
                 continue
             time.sleep(0.5)
             self.port.begin_hold()
+            wait_for(lambda: self.port.recorded_until() > -math.inf, 10.0, "the arm's state")
+            rested_at = self.port.recorded_until()  # where the arm rests before the compensation starts
             with NodeProcess("gravity_compensation", {"arm": s.arm, "parameter_file": str(s.gc_file),
                                                       "ramp_in_time": 0.0, "use_sim_time": s.use_sim_time},
                              log_dir=s.logs, env=self.env,
@@ -480,12 +483,13 @@ class Calibration:
                 try:
                     wait_for(lambda: self.port.effort_started() is not None or not gc.running, 30.0,
                              "the compensation's first servo_jf")
-                    if not gc.running:
-                        raise StepFailedError(f"hold: the gravity compensation exited ({gc.tail(3)})")
+                    # ended already: the take-over guard may stop a file within a few samples, before this client
+                    # has seen one of them (its exit status and reason are read below)
+                    ended = not gc.running
                     started = self.port.effort_started()
-                    if started is None:
+                    if started is None and not ended:
                         raise StepFailedError("hold: no servo_jf from the compensation")
-                    t0 = started
+                    t0 = rested_at if started is None else started
                     end = t0 + s.hold_time
                     wait_for(lambda end=end: self.port.recorded_until() >= end or self._stop.is_set(),
                              s.hold_time + 30.0, f"{s.hold_time:g} s of state under compensation")
@@ -495,7 +499,8 @@ class Calibration:
             self.port.end_hold()
             stopped = code == 2 and GUARD_STOP in gc.tail(20)
             if code != 0 and not stopped:
-                raise StepFailedError(f"hold: the gravity compensation ended with status {code} (log {gc.log_path})")
+                raise StepFailedError(f"hold: the gravity compensation ended with status {code} (log {gc.log_path}: "
+                                      f"{gc.tail(3)})")
             drift = replace(drift_of(self.port.position_at(t0), self.port.position_at(t0 + s.hold_time), tip),
                             stopped=stopped)
             drifts.append(drift)
