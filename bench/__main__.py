@@ -6,7 +6,7 @@ import sys
 import time
 
 BENCHMARKS = ["model", "identify", "excitation", "gc", "gc_generalisation", "sim", "recorder", "nodes",
-              "gc_outage", "playback", "export", "drift", "safety_net", "fit_check"]
+              "gc_outage", "playback", "export", "drift", "safety_net", "fit_check", "console_gc"]
 
 
 def main(argv: list[str]) -> int:

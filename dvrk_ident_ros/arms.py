@@ -4,7 +4,8 @@ Every arm family is one arm description (``config/<model>.yaml``) with a ``dvrk:
 names of the family (``names``: MTML, MTMR), the joint published on its own ``/<ARM>/jaw/*`` topics
 (``jaw``), the gripper topic, whether the dVRK has its own gravity compensation on it, the estimators
 and compensations that apply, the compensation's torque limits, the default excitation trajectory and
-base frequency, the simulator's configuration. :func:`arm_spec` gives them as an :class:`ArmSpec`;
+base frequency, the simulator's configuration, the template of the dVRK console's own gravity chain
+(``console_gc``, for ``kinematic_gc``). :func:`arm_spec` gives them as an :class:`ArmSpec`;
 nodes, launch files, the service, the CLI and the simulator read them there and nowhere else.
 
 Search path: the package's ``config/`` directory, then every directory of the environment variable
@@ -54,6 +55,7 @@ class ArmSpec:
     base_frequency: float  # Hz: the excitation's default base frequency
     simulation: Path | None  # the simulated arm's configuration (servo, noise, true parameters)
     models: tuple[str, ...]  # the descriptions of this family: ``model`` first, then others (psm_simplified)
+    console_gc: Path | None = None  # the dVRK console's physical-DH gravity chain (kinematic_gc): its template
 
     @property
     def dof(self) -> int:
@@ -252,4 +254,5 @@ def _parse(path: Path, raw: dict[str, Any], spec: dict[str, Any]) -> ArmSpec:
         builtin_gravity_compensation=bool(spec.get("builtin_gravity_compensation", False)),
         estimators=names("estimators", estimator_names()), compensations=names("compensations", compensation_names()),
         compensation_torque_limit=limits, trajectory=relative("trajectory"), base_frequency=float(frequency),
-        simulation=relative("simulation"), models=(model, *(m.lower() for m in names("models", required=False))))
+        simulation=relative("simulation"), models=(model, *(m.lower() for m in names("models", required=False))),
+        console_gc=relative("console_gc"))

@@ -36,9 +36,11 @@ from dvrk_ident_ros.errors import DataError
 G = 9.81
 #: kg: a link that carries mass moments in a fit keeps at least this mass (its centre of mass is m c / m)
 MIN_FITTED_MASS = 0.01
-#: m: a fitted link's centre of mass stays within this distance of its frame's origin (the PSM's longest link is
-#: 0.52 m)
-MAX_COM_DISTANCE = 0.5
+#: m: a fitted link's centre of mass stays within this distance of its frame's origin. A chain link stands for
+#: several bodies (the PSM's parallelogram links, its counterweight, the body that slides with the insertion on
+#: the pitch axis): their combined centre of mass may lie beyond any one of them, up to about twice the longest
+#: link (0.52 m)
+MAX_COM_DISTANCE = 1.0
 
 
 @dataclass(frozen=True)
@@ -109,6 +111,8 @@ class ConsoleChain:
         self._theta = np.array([link.theta + (0.0 if link.prismatic else link.offset) for link in self.links])
         self._d = np.array([link.d + (link.offset if link.prismatic else 0.0) for link in self.links])
         self._prismatic = np.array([link.prismatic for link in self.links])
+        self._mass = np.array([link.mass for link in self.links])
+        self._first = np.array([link.mass * np.asarray(link.com) for link in self.links])  # m c, link frames
 
     @property
     def joints_read(self) -> int:
@@ -182,8 +186,21 @@ class ConsoleChain:
         return np.einsum("al,nlc->nac", self.map.to_arm, Y)
 
     def torques(self, q_arm: np.ndarray, mounting_pitch: float) -> np.ndarray:
-        """The efforts (N x joints_given) the console adds to the arm's first joints at positions ``q_arm``."""
-        return self.regressor(q_arm, mounting_pitch) @ self.moments
+        """The efforts (N x joints_given) the console adds to the arm's first joints at positions ``q_arm``:
+        t_i = (up x z_i) . (S_i - M_i o_i), S_i and M_i the first moment and mass of links i.., in O(links)."""
+        q = np.atleast_2d(np.asarray(q_arm, dtype=float))
+        k = self.joints_read
+        if q.shape[1] < k:
+            raise DataError(f"the {self.map.kind} gravity chain reads {k} joints, got {q.shape[1]}")
+        R, p = self.frames(q[:, :k] @ self.map.to_chain.T)
+        up = up_vector(mounting_pitch)
+        first = self._mass[:, None] * p + np.einsum("nlij,lj->nli", R, self._first)  # m_j c_j, base frame
+        S = np.cumsum(first[:, ::-1], axis=1)[:, ::-1]
+        M = np.cumsum(self._mass[::-1])[::-1]
+        z = R[..., 2]
+        revolute = np.einsum("nli,nli->nl", np.cross(up, z), S - M[:, None] * p)
+        t = np.where(self._prismatic, M * (z @ up), revolute)
+        return t @ self.map.to_arm.T
 
     def document(self, comment: str = "") -> dict:
         """The console's file (its ``DH`` object): plain JSON, every mass written (cisst's default differs)."""
@@ -268,9 +285,10 @@ class MomentFit:
 
 
 def fit_moments(template: ConsoleChain, q_fit: np.ndarray, target_fit: np.ndarray, q_check: np.ndarray,
-                target_check: np.ndarray, mounting_pitch: float, prior_weight: float = 1e-4,
+                target_check: np.ndarray, mounting_pitch: float, prior_weight: float = 1e-8,
                 max_com_distance: float = MAX_COM_DISTANCE) -> MomentFit:
-    """The mass moments of ``template``'s active links that best reproduce ``target_fit`` (N x k efforts of the
+    """The mass moments of ``template``'s active links with a mass (a massless link stays massless: the PSM's
+    first insertion link, whose force the console ignores) that best reproduce ``target_fit`` (N x k efforts of the
     arm's first k joints at ``q_fit``): least squares with each fitted link's mass at least MIN_FITTED_MASS and
     its centre of mass within ``max_com_distance`` of its frame's origin (|m c| <= r m: a second-order cone),
     plus a small pull (``prior_weight`` relative to the data) towards the template's moments, which fixes the
@@ -281,7 +299,7 @@ def fit_moments(template: ConsoleChain, q_fit: np.ndarray, target_fit: np.ndarra
     k = template.joints_given
     A, b = Y.reshape(-1, Y.shape[-1]), np.asarray(target_fit, dtype=float)[:, :k].reshape(-1)
     x0 = template.moments
-    fitted = [i for i, link in enumerate(template.links) if link.active]
+    fitted = [i for i, link in enumerate(template.links) if link.active and link.mass > 0]
     x = cp.Variable(x0.size)
     scale = max(float(np.linalg.norm(A, 2)), 1e-12)
     objective = cp.sum_squares(A @ x - b) + prior_weight * scale ** 2 * cp.sum_squares(x - x0)
@@ -299,6 +317,10 @@ def fit_moments(template: ConsoleChain, q_fit: np.ndarray, target_fit: np.ndarra
         raise DataError(f"the chain's mass moments could not be fitted: {exc}") from exc
     if problem.status not in ("optimal", "optimal_inaccurate") or x.value is None:
         raise DataError(f"the chain's mass moments could not be fitted: the solver says {problem.status}")
-    chain = template.with_moments(np.asarray(x.value))
+    moments = np.asarray(x.value, dtype=float).copy()
+    for i in range(len(template.links)):
+        if i not in fitted:
+            moments[4 * i:4 * i + 4] = x0[4 * i:4 * i + 4]  # exactly as the template (not the solver's 1e-12)
+    chain = template.with_moments(moments)
     error = chain.torques(q_check, mounting_pitch) - np.asarray(target_check, dtype=float)[:, :k]
     return MomentFit(chain, np.sqrt(np.mean(error ** 2, axis=0)), np.max(np.abs(error), axis=0))

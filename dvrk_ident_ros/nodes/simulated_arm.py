@@ -83,6 +83,7 @@ from std_msgs.msg import Bool, Empty, Float64
 from dvrk_ident_ros.arm_state import OperatingStatus, stamp_is_valid
 from dvrk_ident_ros.arms import arm_spec
 from dvrk_ident_ros.errors import DvrkIdentError
+from dvrk_ident_ros.gc.console_gc import load_chain
 from dvrk_ident_ros.nodes.common import (
     EVENT_QOS,
     STATE_QOS,
@@ -146,6 +147,7 @@ class SimulatedArmNode(Node):
         tool_engaged = bool(params["tool_engaged"])
         fault_tracking_error = float(params["fault_tracking_error"])
         servo_timing = str(params["servo_timing"]).lower()
+        kinematic_gc = load_chain(str(params["kinematic_gc"])) if str(params["kinematic_gc"]) else None
         if physics_rate < self.publish_rate:
             raise DvrkIdentError(f"physics_rate {physics_rate} Hz below publish_rate {self.publish_rate} Hz")
         self.clock_rate = max(self.clock_rate, self.publish_rate)  # /clock at least with every state
@@ -162,7 +164,7 @@ class SimulatedArmNode(Node):
                                 physics_rate=physics_rate, initial_position=initial_position,
                                 initial_state=initial_state, homing_time=homing_time, dvrk_version=dvrk_version,
                                 tool_engaged=tool_engaged, fault_tracking_error=fault_tracking_error,
-                                servo_timing=servo_timing)
+                                servo_timing=servo_timing, kinematic_gc=kinematic_gc)
         self.names = self.sim.names
         # the PSM's jaw is published on its own topics; without a tool the PSM publishes its 7 raw joints
         self.arm_joints = spec.arm_joints if self.sim.tool_engaged else spec.dof
@@ -256,7 +258,9 @@ class SimulatedArmNode(Node):
         self.get_logger().info(
             f"simulated {self.arm} ({spec.model}, dVRK {dvrk_version}, true parameters {config.parameter_file.name}): "
             f"{self.sim.status.describe()}, built-in gravity compensation "
-            f"{'on' if self.sim.builtin_gravity_compensation else 'off'}; state at {self.publish_rate:g} Hz, "
+            f"{'on' if self.sim.builtin_gravity_compensation else 'off'}"
+            + (f" (the console's chain {params['kinematic_gc']})" if kinematic_gc is not None else "")
+            + f"; state at {self.publish_rate:g} Hz, "
             f"physics at {physics_rate:g} Hz, "
             + (f"publishing /clock at {self.clock_rate:g} Hz (real-time factor {self.real_time_factor or 'max'})"
                if self.publish_clock else "wall-clock time")

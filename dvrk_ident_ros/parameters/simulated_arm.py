@@ -36,6 +36,10 @@ SCHEMA = NodeSchema("simulated_arm", (
               "How a streamed servo_jp is taken: stamp (gentler than the dVRK: at its stamp, carried forward "
               "between samples) or arrival (as the dVRK: when it arrives, held until the next; depth 1)",
               choices=("arrival", "stamp")),
+    Parameter("kinematic_gc", Kind.STRING, "",
+              "dVRK 2.4 PSM/ECM: the console's physical-DH gravity file (dvrk-ident export kinematic-gc) applied "
+              "as the console does (PID feed forward, every mode; use_gravity_compensation turns it off); \"\" = "
+              "none"),
     Parameter("noise", Kind.BOOL, True, "Encoder quantisation and effort noise like a real arm; false = exact"),
     Parameter("seed", Kind.INTEGER, 0, "Seed of the noise generator", minimum=0),
 ))

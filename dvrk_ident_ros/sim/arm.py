@@ -58,6 +58,7 @@ import numpy as np
 
 from dvrk_ident_ros.arm_state import OperatingStatus
 from dvrk_ident_ros.errors import DvrkIdentError, SafetyError
+from dvrk_ident_ros.gc.console_gc import ConsoleChain, mounting_pitch_of
 from dvrk_ident_ros.model.compiled import load_compiled
 from dvrk_ident_ros.safety import CommandChecker
 from dvrk_ident_ros.sim.config import SimConfig
@@ -167,7 +168,7 @@ class SimulatedArm:
                  physics_rate: float = 1500.0, initial_position: np.ndarray | None = None,
                  initial_state: str = "HOMED", homing_time: float = 3.0, dvrk_version: str = "2.4",
                  tool_engaged: bool = True, fault_tracking_error: float = FAULT_TRACKING_ERROR,
-                 servo_timing: str = "stamp"):
+                 servo_timing: str = "stamp", kinematic_gc: ConsoleChain | None = None):
         if servo_timing not in SERVO_TIMINGS:
             raise DvrkIdentError(f"servo_timing {servo_timing!r}: one of {', '.join(SERVO_TIMINGS)}")
         self.servo_timing = servo_timing
@@ -206,7 +207,15 @@ class SimulatedArm:
         self.effort = np.zeros(self.dof)  # what the arm applies (dVRK joint space)
         self.effort_command = np.zeros(self.dof)
         self.mode = POSITION
-        self.builtin_gravity_compensation = builtin_compensation_at_start(config, dvrk_version)
+        # the dVRK 2.4 console's own PSM/ECM compensation (kinematic_gc): its chain's torques, not the truth's
+        if kinematic_gc is not None and str(dvrk_version) != "2.4":
+            raise DvrkIdentError(f"kinematic_gc is an input of the dVRK 2.4 console, not of {dvrk_version}")
+        self.console_gc = kinematic_gc
+        self._pitch = mounting_pitch_of(model.description.gravity) + 0.0 if kinematic_gc is not None else 0.0
+        self._compensation_at: np.ndarray | None = None
+        self._compensation = np.zeros(self.dof)
+        self.builtin_gravity_compensation = (builtin_compensation_at_start(config, dvrk_version)
+                                             or kinematic_gc is not None)
         self.dvrk_version = str(dvrk_version)
         self.teleoperated = False  # /console/teleop/enable: this arm is in an enabled teleoperation
         self._move: tuple[float, np.ndarray, np.ndarray, float] | None = None
@@ -552,6 +561,19 @@ class SimulatedArm:
         self._static_at = q_motor.copy()
         return self._static
 
+    def compensation_torque(self, q_motor: np.ndarray) -> np.ndarray:
+        """What the dVRK's own compensation applies while on, dVRK space: the console's chain (kinematic_gc)
+        at the measured joints, or a perfect one (the truth's gravity, springs and cable: the MTM's file)."""
+        if self.console_gc is None:
+            return self.static_torque(q_motor)
+        q = self.model.dvrk_from_motor(q_motor)
+        if self._compensation_at is None or np.max(np.abs(q - self._compensation_at)) > STATIC_TOLERANCE:
+            torques = self.console_gc.torques(q[None], self._pitch)[0]
+            self._compensation = np.zeros(self.dof)
+            self._compensation[:torques.size] = torques
+            self._compensation_at = q.copy()
+        return self._compensation
+
     def _reference(self) -> tuple[np.ndarray, np.ndarray]:
         """The PID's setpoint now (position, velocity): the move's profile, or the streamed setpoint
         carried forward with its velocity (first-order hold between servo_jp samples) for about one of
@@ -579,7 +601,7 @@ class SimulatedArm:
     def step(self) -> None:
         """One control and physics period."""
         limit = self.config.gains.torque_limit
-        compensation = self.static_torque(self.state.q) if self.builtin_gravity_compensation else None
+        compensation = self.compensation_torque(self.state.q) if self.builtin_gravity_compensation else None
         q_ref = None
         if self._pending:
             self._apply_due()
@@ -649,6 +671,8 @@ class SimulatedArm:
         (``/<ARM>/gravity_compensation/setpoint_js``)."""
         if not self.builtin_gravity_compensation:
             return np.zeros(self.dof)
+        if self.console_gc is not None:
+            return self.compensation_torque(self.state.q).copy()
         if self._static_at is None:
             return self.static_torque(self.state.q).copy()
         return self._static.copy()  # what the last control step applied (no second evaluation per step)

@@ -1,4 +1,5 @@
-"""``dvrk-ident export urdf|mjcf``: an identified arm as a simulator model (dvrk_ident_ros/export)."""
+"""``dvrk-ident export urdf|mjcf|kinematic-gc``: an identified arm as a simulator model, or as the dVRK console's
+own gravity file (dvrk_ident_ros/export)."""
 from __future__ import annotations
 
 import argparse
@@ -39,8 +40,20 @@ def _export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _export_kinematic_gc(args: argparse.Namespace) -> int:
+    from dvrk_ident_ros.export.kinematic_gc import kinematic_gc_export, write_kinematic_gc
+
+    export = kinematic_gc_export(args.params, variant=args.variant, seed=args.seed, max_residual=args.max_residual)
+    print(export.summary())
+    out = write_kinematic_gc(export, args.out)
+    print(f"{export.arm}: the console's gravity chain written to {out}; in the arm's configuration JSON: "
+          f"\"kinematic_gc\": \"{out.resolve()}\", \"mounting_pitch\": {export.mounting_pitch:.6f} (dVRK 2.4)")
+    return 0
+
+
 def add_export_commands(sub: argparse._SubParsersAction) -> None:
-    group = add_command_group(sub, "export", "an identified arm as a simulator model (URDF, MJCF)")
+    group = add_command_group(sub, "export", "an identified arm as a simulator model (URDF, MJCF) or as the "
+                                             "dVRK console's own gravity file (kinematic_gc)")
     for name, what in (("urdf", "URDF with mimic joints (pinocchio, ROS)"),
                        ("mjcf", "MJCF with joint equalities and tendons (MuJoCo)")):
         p = group.add_parser(name, help=what)
@@ -51,3 +64,13 @@ def add_export_commands(sub: argparse._SubParsersAction) -> None:
                        help="relaxed (default): the plausible standard parameters within the fit's 95 %% region "
                             "where the file has them; exact: the file's own (they give its base parameters)")
         p.set_defaults(handler=_export)
+    p = group.add_parser("kinematic-gc", help="the dVRK 2.4 console's own PSM/ECM gravity file (kinematic_gc)")
+    p.add_argument("--params", required=True, help="parameter file of an SDP identification (JSON), best refitted "
+                   "to static holds (dvrk-ident gc refit)")
+    p.add_argument("--out", required=True, help="file to write (the console's physical-DH JSON)")
+    p.add_argument("--variant", default=None, help="arm variant for the joint limits the poses are drawn in")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random poses (fit and check)")
+    p.add_argument("--max-residual", type=float, nargs="+", default=None, metavar="N_m",
+                   help="refuse when the fit's RMS residual exceeds this, per joint (N m, N for an insertion); "
+                        "default: the RMS residual of the static holds the file was refitted to")
+    p.set_defaults(handler=_export_kinematic_gc)
