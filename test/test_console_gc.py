@@ -256,7 +256,7 @@ def test_the_simulated_psm_applies_the_file_as_the_console_does():
             assert not np.any(arm.builtin_compensation_effort())
     assert np.all(errors["none"] > 1e-5), errors  # it sags: gravity over the PID's P gain
     assert np.all(errors["file"] < errors["none"] / 50), errors
-    with pytest.raises(DvrkIdentError, match="2.4"):
+    with pytest.raises(DvrkIdentError, match=r"2\.4"):
         SimulatedArm(config, "PSM1", dvrk_version="2.3", kinematic_gc=chain)
 
 
@@ -285,7 +285,7 @@ def test_the_export_fits_writes_and_refuses_with_the_reason(tmp_path: Path):
     with pytest.raises(DataError, match=r"cannot hold .*the RMS residual of its 12 static holds.*nothing written"):
         kinematic_gc_export(refitted)
     mtm = load_sim_config("mtm").parameter_file
-    with pytest.raises(DataError, match="no physical-DH gravity .* for the MTM"):
+    with pytest.raises(DataError, match=r"no physical-DH gravity .* for the MTM"):
         kinematic_gc_export(mtm, max_residual=[1.0])
 
 
