@@ -258,9 +258,10 @@ def check_promises(block: Block, directory: Path, output: str) -> None:
                 promise["check"](directory, output)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def document_directories(tmp_path_factory) -> dict[str, Path]:
-    """One working directory per document, shared by its blocks in order."""
+    """One working directory per document, shared by its blocks in order (for the session: a pytest-xdist
+    worker may run other modules' tests between two blocks, and a module fixture would then start afresh)."""
     root = tmp_path_factory.mktemp("docs")
     return {d: root / d.replace("/", "_") for d in DOCUMENTS}
 
@@ -287,6 +288,8 @@ def _setup_script() -> Path:
 
 
 @pytest.mark.slow
+# a document's blocks build on each other in one directory: one pytest-xdist worker runs them all, in order
+# (tools/test.sh runs the node tests with --dist loadfile)
 @pytest.mark.parametrize("block", BLOCKS, ids=lambda b: b.id)
 def test_documented_commands_run(block: Block, document_directories, user_env):
     reason = block.not_run_reason

@@ -48,7 +48,8 @@ else
   core_pid=$!
   workers=${DVRK_IDENT_NODE_WORKERS:-2}
   spread=()
-  if [ "$workers" -gt 1 ]; then spread=(-n "$workers" --dist worksteal); fi
+  # loadfile: a test file's tests stay on one worker, in order (test_docs.py's blocks build on each other)
+  if [ "$workers" -gt 1 ]; then spread=(-n "$workers" --dist loadfile); fi
   DVRK_IDENT_TEST_DOMAINS=1:70 "$venv/bin/python" -m pytest test -m ros --durations=10 "${spread[@]}"
   node_tests=$?
   wait "$core_pid"
