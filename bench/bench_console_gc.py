@@ -23,7 +23,7 @@ import time
 import numpy as np
 
 from dvrk_ident_ros.arms import arm_families
-from dvrk_ident_ros.gc.console_gc import ConsoleChain
+from dvrk_ident_ros.gc.console_gc import ConsoleChain, load_chain
 from dvrk_ident_ros.sim.arm import SimulatedArm
 from dvrk_ident_ros.sim.config import load_sim_config
 from dvrk_ident_ros.sim.experiments import random_poses, tip_pose
@@ -44,22 +44,47 @@ def hold_poses(config, chain: ConsoleChain | None, goals: np.ndarray, joints: in
     return np.array(errors), np.array(sags)
 
 
+def identified(family: str) -> tuple[np.ndarray, str]:
+    """SDP on a simulated recording of the family's shipped excitation (noise on), as bench_drift.py does."""
+    from dvrk_ident_ros.excitation.files import load_trajectory
+    from dvrk_ident_ros.identify.pipeline import identify
+    from dvrk_ident_ros.sim.physics import ArmPhysics
+    from dvrk_ident_ros.sim.run import simulate_tracking
+    from dvrk_ident_ros.sim.servo import PidServo
+
+    config = load_sim_config(family)
+    model = config.model
+    traj, meta = load_trajectory(config.spec.trajectory, arm=config.family)
+    duration = int(meta.get("periods") or 3) * traj.period
+    physics = ArmPhysics(model, config.delta, coulomb_velocity=config.coulomb_velocity)
+    data = simulate_tracking(physics, PidServo(config.gains, model.dof), traj, duration, record_every=5,
+                             noise=config.noise, rng=np.random.default_rng(3))
+    result = identify(model, [data], "sdp")
+    delta = np.array([float(result.standard[name]) for name in model.parameter_names])
+    return delta, f"SDP {result.solver['status']} on {duration:.0f} s of simulated tracking"
+
+
 def identified_chain(family: str) -> tuple[ConsoleChain, str]:
     """The console chain fitted to the identified, hold-refitted model of the simulated ``family``."""
-    from bench.bench_drift import PSM_HOLDS, psm_compensations, psm_holds
+    from bench.bench_drift import PSM_HOLD_SAMPLES, PSM_HOLD_SETTLE, PSM_HOLDS
+    from dvrk_ident_ros.excitation.holds import holds_grid
     from dvrk_ident_ros.export.kinematic_gc import fit_console_chain
     from dvrk_ident_ros.gc.console_gc import parse_chain
     from dvrk_ident_ros.gc.static_refit import refit_gravity
+    from dvrk_ident_ros.sim.experiments import static_holds
 
-    if family != "psm":
-        raise NotImplementedError(family)
     config = load_sim_config(family)
-    identified, _, note = psm_compensations()
-    holds = psm_holds(config, "both_sides")
-    refit = refit_gravity(identified.model, identified.delta, holds.q, holds.effort)
-    export = fit_console_chain(identified.model, refit.delta, config.spec, refit.after[:3],
+    delta, note = identified(family)
+    arm = SimulatedArm(config, config.spec.names[0], seed=2)
+    grid = holds_grid(config.spec.names[0], arm.checker, poses=PSM_HOLDS, seed=11, approach="both_sides",
+                      settle=PSM_HOLD_SETTLE, samples=PSM_HOLD_SAMPLES)
+    holds = static_holds(arm, np.asarray(grid["sweeps"][0]["poses"]), settle=PSM_HOLD_SETTLE,
+                         samples=PSM_HOLD_SAMPLES)
+    refit = refit_gravity(config.model, delta, holds.q, holds.effort)
+    joints = load_chain(config.spec.console_gc).joints_given
+    export = fit_console_chain(config.model, refit.delta, config.spec, refit.after[:joints],
                                f"the RMS residual of its {len(holds.q)} static holds")
-    return parse_chain(export.document), (f"{note}; gravity refitted to {PSM_HOLDS} holds ({refit.summary()}); "
+    return parse_chain(export.document), (f"{note}; gravity refitted to {len(holds.q)} holds ({refit.summary()}); "
                                           + export.summary())
 
 
@@ -78,7 +103,10 @@ def run() -> bool:
         joints = chain.joints_read
         goals = random_poses(SimulatedArm(config, spec.names[0]), poses, np.random.default_rng(7), fraction=0.9)
         results = {}
-        for label, used in (("none", None), ("identified", chain)):
+        shipped = load_chain(spec.console_gc) if spec.generation == "si" else None  # the console's own default
+        for label, used in (("none", None), ("shipped", shipped), ("identified", chain)):
+            if label == "shipped" and used is None:
+                continue
             start = time.perf_counter()
             results[label] = hold_poses(config, used, goals, joints)
             error, sag = results[label]
@@ -88,8 +116,11 @@ def run() -> bool:
         reduction = 100.0 * (1.0 - results["identified"][0].mean() / results["none"][0].mean())
         sag = results["identified"][1].mean()
         ok &= reduction >= GOAL_REDUCTION and sag < GOAL_SAG and len(goals) >= 100
-        lines.append(f"console_gc: {spec.family} none {results['none'][1].mean():.3f} shipped - identified "
-                     f"{sag:.3f} joint-error reduction {reduction:.1f}")
+        if "shipped" in results:
+            ok &= results["identified"][0].mean() < results["shipped"][0].mean()
+        shipped_sag = f"{results['shipped'][1].mean():.3f}" if "shipped" in results else "-"
+        lines.append(f"console_gc: {spec.family} none {results['none'][1].mean():.3f} shipped {shipped_sag} "
+                     f"identified {sag:.3f} joint-error reduction {reduction:.1f}")
     for line in lines:
         print(line)
     return ok and bool(lines)

@@ -29,6 +29,10 @@ from dvrk_ident_ros.estimators import GRAVITY, compensation_names, estimator, es
 
 #: The environment variable naming extra arm directories (``os.pathsep``-separated).
 ARM_PATH_VARIABLE = "DVRK_IDENT_ARM_PATH"
+#: The environment variable choosing the generation of the patient side (classic, the default, or si): which
+#: family an arm name two generations share (PSM1, ECM) means, as a dVRK console's "generation" does.
+GENERATION_VARIABLE = "DVRK_IDENT_GENERATION"
+GENERATIONS = ("classic", "si")
 #: The registry section of an arm description.
 SECTION = "dvrk"
 #: The package's own topics live under this namespace, one sub-namespace per arm.
@@ -56,6 +60,7 @@ class ArmSpec:
     simulation: Path | None  # the simulated arm's configuration (servo, noise, true parameters)
     models: tuple[str, ...]  # the descriptions of this family: ``model`` first, then others (psm_simplified)
     console_gc: Path | None = None  # the dVRK console's physical-DH gravity chain (kinematic_gc): its template
+    generation: str = "classic"  # classic or si: the family an arm name shared by both means (GENERATION_VARIABLE)
 
     @property
     def dof(self) -> int:
@@ -108,9 +113,18 @@ def arm_directories() -> tuple[Path, ...]:
     return tuple(dirs)
 
 
+def selected_generation() -> str:
+    """The patient side's generation this process works with: ``DVRK_IDENT_GENERATION`` (classic by default)."""
+    value = os.environ.get(GENERATION_VARIABLE, "").strip().lower() or "classic"
+    if value not in GENERATIONS:
+        raise DvrkIdentError(f"{GENERATION_VARIABLE}={os.environ.get(GENERATION_VARIABLE)!r}: one of "
+                             f"{', '.join(GENERATIONS)} (any case)")
+    return value
+
+
 def known_arms() -> tuple[str, ...]:
-    """Every arm name of the registry (MTML, MTMR, PSM1, ...), in search-path order."""
-    return tuple(name for spec in _registry(arm_directories()) for name in spec.names)
+    """Every arm name of the registry (MTML, MTMR, PSM1, ...), once each, in search-path order."""
+    return tuple(dict.fromkeys(name for spec in _registry(arm_directories()) for name in spec.names))
 
 
 def arm_families() -> tuple[ArmSpec, ...]:
@@ -130,9 +144,14 @@ def canonical_arm(name: str) -> str:
 def arm_spec(name: str) -> ArmSpec:
     """The family traits of an arm (MTML, psm2, ...), of a family (MTM) or of a model (mtm, psm_simplified)."""
     text = str(name).strip()
-    for spec in arm_families():
-        if text.upper() in spec.names or text.upper() == spec.family or text.lower() in spec.models:
+    families = arm_families()
+    for spec in families:
+        if text.upper() == spec.family or text.lower() in spec.models:
             return spec
+    named = [spec for spec in families if text.upper() in spec.names]
+    if named:  # an arm name: the selected generation's family, else the only one that has it (the MTMs)
+        generation = selected_generation()
+        return next((spec for spec in named if spec.generation == generation), named[0])
     known = ", ".join(known_arms())
     raise DvrkIdentError(f"unknown arm {name!r}: expected one of {known} (any case; another arm's description "
                          f"goes in a directory of {ARM_PATH_VARIABLE})")
@@ -177,9 +196,11 @@ def _registry(directories: tuple[Path, ...]) -> tuple[ArmSpec, ...]:
             spec = _read_spec(path)
             if spec is None:
                 continue
-            for name in (*spec.names, spec.family, *spec.models):
+            # an arm name may be shared by two generations (PSM1 Classic, PSM1 Si), by no two families of one
+            for name in (*(f"{n}/{spec.generation}" for n in spec.names), spec.family, *spec.models):
                 if name in owner:
-                    raise DescriptionError(f"{path}: {SECTION}: {name} is already defined by {owner[name]}")
+                    raise DescriptionError(f"{path}: {SECTION}: {name.split('/')[0]} is already defined by "
+                                           f"{owner[name]}")
                 owner[name] = path
             specs.append(spec)
     return tuple(specs)
@@ -244,6 +265,9 @@ def _parse(path: Path, raw: dict[str, Any], spec: dict[str, Any]) -> ArmSpec:
         raise fail("compensation_torque_limit", f"expected {len(joints)} numbers, got {limit!r}") from None
     if len(limits) != len(joints) or not all(0.0 < x < math.inf for x in limits):
         raise fail("compensation_torque_limit", f"expected {len(joints)} numbers > 0, got {limit!r}")
+    generation = str(spec.get("generation", "classic")).lower()
+    if generation not in GENERATIONS:
+        raise fail("generation", f"one of {', '.join(GENERATIONS)}, got {spec.get('generation')!r}")
     frequency = spec.get("base_frequency", 0.1)
     if isinstance(frequency, bool) or not isinstance(frequency, (int, float)) or not frequency > 0:
         raise fail("base_frequency", f"expected a frequency > 0 Hz, got {frequency!r}")
@@ -255,4 +279,4 @@ def _parse(path: Path, raw: dict[str, Any], spec: dict[str, Any]) -> ArmSpec:
         estimators=names("estimators", estimator_names()), compensations=names("compensations", compensation_names()),
         compensation_torque_limit=limits, trajectory=relative("trajectory"), base_frequency=float(frequency),
         simulation=relative("simulation"), models=(model, *(m.lower() for m in names("models", required=False))),
-        console_gc=relative("console_gc"))
+        console_gc=relative("console_gc"), generation=generation)

@@ -307,3 +307,25 @@ def test_the_command_line_writes_the_console_file(tmp_path: Path):
                            str(params), "--out", str(tmp_path / "no.json")], capture_output=True, text=True,
                           timeout=120)
     assert proc.returncode == 2 and "no static-hold refit" in proc.stderr and not (tmp_path / "no.json").exists()
+
+
+def test_the_psm_si_description_is_the_console_s_own_chain():
+    """config/psm_si.yaml's joints 1-3 are the console's default PSM Si chain (config/console_gc/psm_si.json,
+    the numbers of PSM_Si_physical.json): frames 1, 2, 2', 2'' and 3 are its yaw, pitch1-3 and insertion2
+    frames (to 4e-6 rad and 1 um: the file's theta 3.14159625 where the description has pi), and its gravity is the
+    console's for the mounting pitch -45 deg."""
+    from dvrk_ident_ros.model.arm_model import load_model
+
+    model = load_model("psm_si")
+    names = [frame.name for frame in model.description.frames]
+    chain = load_chain(CONFIG / "console_gc" / "psm_si.json")
+    rng = np.random.default_rng(4)
+    q = np.column_stack([rng.uniform(-1.4, 1.4, 30), rng.uniform(-1.2, 1.2, 30), rng.uniform(0.02, 0.27, 30),
+                         rng.uniform(-1.0, 1.0, (30, 4))])
+    T = model.forward_kinematics(model.motor_from_dvrk(q))
+    R, p = chain.frames(q[:, :3] @ chain.map.to_chain.T)
+    for link, frame in ((0, "1"), (2, "2"), (3, "2'"), (4, "2''"), (6, "3")):
+        k = names.index(frame)
+        assert np.max(np.abs(T[:, k, :3, 3] - p[:, link])) < 1e-6, frame
+        assert np.max(np.abs(T[:, k, :3, :3] - R[:, link])) < 4e-6, frame
+    assert mounting_pitch_of(model.description.gravity) == pytest.approx(-math.pi / 4, abs=1e-6)

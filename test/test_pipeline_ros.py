@@ -46,7 +46,10 @@ def _collect(arm, trajectory, bag, logs, env, player, real_time_factor=1.0):
     assert f"bag complete: the {arm} player completed 1 run(s): {bag}" in recorder_log, recorder_log[-2000:]
 
 
-def test_psm_collect_and_identify(nodes_env, tmp_path: Path):
+@pytest.mark.parametrize("model", ["psm", "psm_si"])
+def test_psm_collect_and_identify(nodes_env, tmp_path: Path, model: str):
+    """The PSM (Classic, and Si with DVRK_IDENT_GENERATION=si: the same arm names, the Si's description)
+    through the simulated arm, the player, the recorder and /identify."""
     from dvrk_ident_ros.app.launcher import NodeProcess
     from dvrk_ident_ros.data.loaders import load_dataset
     from dvrk_ident_ros.identify.pipeline import prepare
@@ -58,23 +61,25 @@ def test_psm_collect_and_identify(nodes_env, tmp_path: Path):
     from dvrk_ident_ros.sim.config import load_sim_config
 
     bag = tmp_path / "psm_bag"
+    nodes_env = {**nodes_env, "DVRK_IDENT_GENERATION": "si" if model == "psm_si" else "classic"}
     # Streaming servo_jp in simulation depends on the machine keeping up: a starved player (or a late delivery)
     # leaves the simulated PID a setpoint jump, its efforts saturate and the 100 Hz samples of them alias (on
     # a loaded 2-core machine the simulator's own parameters were 30-100 % off on such a recording). At half
     # real time the nodes have twice the slack; a faster ramp-in keeps the simulated time short.
-    _collect("PSM1", config_directory() / "trajectories" / "psm_fourier.yaml", bag, tmp_path / "logs", nodes_env,
+    _collect("PSM1", config_directory() / "trajectories" / f"{model}_fourier.yaml", bag, tmp_path / "logs", nodes_env,
              {"periods": 1, "stream_rate": 200.0, "ramp_in_speed": 0.5,
               "tracking_error_limit": [0.3, 0.3, 0.04, 0.3, 0.3, 0.3, 0.3]}, real_time_factor=0.5)
     # the simulated arm publishes at the bridge's default 100 Hz: the player says early that this is too slow
     player_log = (tmp_path / "logs" / "trajectory_player.log").read_text()
     assert "/PSM1/measured_js arrives at 100 Hz by its stamps: identification runs want" in player_log, \
         player_log[-2000:]
-    model = load_model("psm")
+    family = model
+    model = load_model(family)
     data = load_dataset(bag, "bag", joints=7, dvrk_from_motor=model.A)
     assert data.t[-1] - data.t[0] > 5.0  # one 5.6 s period at 100 Hz
     with NodeProcess("identification_service", {"output_directory": str(tmp_path)}, log_dir=tmp_path / "logs",
                      env=nodes_env), ArmClient("PSM1", "test_identify") as client:
-        r = client.identify(arm="psm", method="sdp", data_files=[str(bag)], data_format="bag",
+        r = client.identify(arm=family, method="sdp", data_files=[str(bag)], data_format="bag",
                             output_directory="")  # the service's own output_directory, tmp_path
     assert r.success, r.message
     assert r.solver_status == "optimal"
@@ -84,7 +89,7 @@ def test_psm_collect_and_identify(nodes_env, tmp_path: Path):
     # stamp mix-up puts the strongly driven joints' error over 1; a player starved on a loaded machine
     # leaves aliased efforts, up to 0.69 measured), and the fit is as good as the truth on its own
     # training data.
-    truth = IdentificationResult.load(load_sim_config("psm").parameter_file)
+    truth = IdentificationResult.load(load_sim_config(family).parameter_file)
     regression = build_regression(model, prepare(model, data))
     truth_error = relative_errors(regression.y, regression.Hb @ np.asarray(truth.base_values))
     print(f"training relative errors: identified {np.round(r.relative_error, 3)}, truth {np.round(truth_error, 3)}")

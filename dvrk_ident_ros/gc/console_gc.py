@@ -133,8 +133,8 @@ class ConsoleChain:
         """The chain with these mass moments (a massless link gets its centre of mass at its origin)."""
         x = np.asarray(moments, dtype=float).reshape(len(self.links), 4)
         links = []
-        for link, (m, *mc) in zip(self.links, x, strict=True):
-            com = tuple(float(v / m) for v in mc) if m > 0 else (0.0, 0.0, 0.0)
+        for link, (m, mx, my, mz) in zip(self.links, x, strict=True):
+            com = (float(mx / m), float(my / m), float(mz / m)) if m > 0 else (0.0, 0.0, 0.0)
             links.append(replace(link, mass=float(max(m, 0.0)), com=com))
         return ConsoleChain(links)
 

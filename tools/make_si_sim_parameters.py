@@ -1,0 +1,72 @@
+"""Write the "true" parameters of the simulated Si arms (config/sim/<arm>_true.json).
+
+A real Si arm differs from the dVRK console's hand-set physical file (config/console_gc/<arm>.json, the
+numbers of sawIntuitiveResearchKit's share/kinematic/*_physical.json) as two arms differ: every link's mass
+off by up to ``MASS_SPREAD`` and its centre of mass by ``COM_SPREAD`` m (normal, per axis), fixed seed. The
+links' rotational inertias, which the console's file does not give, are a solid sphere's of radius
+``RADIUS`` about the centre of mass, plus the simulator's isotropic floor (tools/make_sim_parameters.py).
+Everything the Si shares with the Classic arm (the instrument's links, motors, springs, the joints' friction)
+is taken from the Classic arm's simulated truth (config/sim/<classic>_true.json), by parameter name.
+
+Usage: .venv/bin/python tools/make_si_sim_parameters.py
+"""
+from __future__ import annotations
+
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from dvrk_ident_ros.gc.console_gc import load_chain  # noqa: E402
+from dvrk_ident_ros.identify.results import IdentificationResult  # noqa: E402
+from dvrk_ident_ros.model.arm_model import load_model  # noqa: E402
+from dvrk_ident_ros.model.physical import barycentric_from_physical  # noqa: E402
+
+MASS_SPREAD = 0.15
+COM_SPREAD = 0.01  # m
+RADIUS = 0.05  # m
+ISOTROPIC_FLOOR = 2e-4
+#: per Si arm: the Classic arm whose truth it shares, and which description frame each chain link is
+ARMS = {
+    "psm_si": ("psm", {"yaw": "1", "pitch1": "2", "pitch2": "2'", "pitch3": "2''", "insertion2": "3"}),
+}
+
+
+def main() -> int:
+    for arm, (classic, frames) in ARMS.items():
+        model = load_model(arm)
+        classic_result = IdentificationResult.load(REPO / "config" / "sim" / f"{classic}_true.json")
+        chain = load_chain(REPO / "config" / "console_gc" / f"{arm}.json")
+        rng = np.random.default_rng(2026)
+        standard = {name: float(classic_result.standard.get(name, 0.0)) for name in model.parameter_names}
+        for link in chain.links:
+            if link.name not in frames:
+                continue
+            frame = frames[link.name]
+            mass = link.mass * (1.0 + rng.uniform(-MASS_SPREAD, MASS_SPREAD))
+            com = np.asarray(link.com) + rng.normal(scale=COM_SPREAD, size=3)
+            inertia = (0.4 * mass * RADIUS ** 2 + ISOTROPIC_FLOOR) * np.eye(3)
+            values = barycentric_from_physical(mass, com, inertia)
+            names = [f"L{frame}{k}" for k in ("xx", "xy", "xz", "yy", "yz", "zz")] + \
+                [f"l{frame}{k}" for k in "xyz"] + [f"m{frame}"]
+            for name, value in zip(names, values, strict=True):
+                standard[name] = float(value)
+        delta = np.array([standard[name] for name in model.parameter_names])
+        result = replace(
+            classic_result, arm=arm, description_hash=model.description.content_hash,
+            method=f"chosen: the console's physical file perturbed (tools/make_si_sim_parameters.py); the rest as "
+                   f"{classic}_true.json", base_values=model.base.from_standard(delta).tolist(),
+            base_definitions=model.base_parameter_names, base_indices=[int(i) for i in model.base.independent],
+            standard=standard, base_std=None, data=[], plausibility={}, gravity_refit={})
+        out = result.save(REPO / "config" / "sim" / f"{arm}_true.json")
+        M = model.mass_matrix(model.motor_from_dvrk(np.zeros((1, model.dof)) + 0.1), delta)[0]
+        print(f"{out}: min eigenvalue of M at q = 0.1: {np.linalg.eigvalsh(M).min():.2e}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
