@@ -116,7 +116,7 @@ def test_the_listening_window_counts_from_begin():
 
 
 def test_unknown_arm_and_bad_duration_are_one_line_and_status_2():
-    for args, message in ((["ECM"], "unknown arm"), (["MTML", "--duration", "0"], "--duration 0"),
+    for args, message in ((["SUJ"], "unknown arm"), (["MTML", "--duration", "0"], "--duration 0"),
                           (["MTML", "--wait", "inf"], "--wait inf")):
         proc = subprocess.run([sys.executable, "-m", "dvrk_ident_ros.app.cli", "arm-check", *args], cwd=REPO_ROOT,
                               capture_output=True, text=True, timeout=60)

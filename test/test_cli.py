@@ -155,7 +155,7 @@ def test_launch_show_args(capsys):
 def test_launch_errors_are_one_line_with_status_2(capsys):
     assert cli.main(["launch", "collect", "arm:=psm9", "--quiet"]) == 2
     assert capsys.readouterr().err.strip() == (
-        "dvrk-ident launch: error: launch argument arm: unknown arm 'psm9': expected one of MTML, MTMR, PSM1, "
+        "dvrk-ident launch: error: launch argument arm: unknown arm 'psm9': expected one of ECM, MTML, MTMR, PSM1, "
         "PSM2, PSM3 (any case)")
     assert cli.main(["launch", "demo"]) == 2
     assert "unknown launch file 'demo'" in capsys.readouterr().err

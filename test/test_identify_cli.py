@@ -105,7 +105,7 @@ def test_added_mass_off_the_frame_origin_is_found_with_its_position(tmp_path):
     ("argv", "message"),
     [
         (["identify", "--arm", "psm", "--data", "/nonexistent.csv", "--out", "x.json"], "no such file"),
-        (["identify", "--arm", "ecm", "--data", "/nonexistent.csv", "--out", "x.json"], "unknown arm"),
+        (["identify", "--arm", "suj", "--data", "/nonexistent.csv", "--out", "x.json"], "unknown arm"),
         (["added-mass", "--arm", "psm", "--link", "9", "--before", "B", "--after", "A"], "no such file"),
         (["predict", "--params", "/nonexistent.json", "--data", "d.csv", "--out", "p.csv"], "cannot read"),
     ],

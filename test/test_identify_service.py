@@ -48,7 +48,7 @@ def test_requests_touch_only_what_they_may(ros_env, tmp_path: Path):
         ({**ok, "output_directory": "../.."}, "outside it"),
         ({**ok, "output_directory": "../../escaped"}, "outside it"),
         ({**ok, "output_directory": "link/inner"}, "outside it"),
-        ({**ok, "arm": "ecm", "output_directory": "x"}, "unknown arm 'ecm'"),
+        ({**ok, "arm": "suj", "output_directory": "x"}, "unknown arm 'suj'"),
         ({**ok, "data_files": ["/dev/zero"], "output_directory": "x"}, "not a regular file or directory"),
     ]
     env = ros_environment(int(ros_env["ROS_DOMAIN_ID"]))

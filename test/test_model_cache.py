@@ -49,5 +49,5 @@ def test_model_info_command(tmp_path):
     assert (cold["cache_used"], warm["cache_used"]) == (False, True)
     assert (warm["standard_parameters"], warm["base_parameters"]) == (122, 73)
     assert len(warm["parameter_names"]) == 122 and len(warm["base_parameter_combinations"]) == 73
-    bad = subprocess.run([*cmd[:-3], "--arm", "ecm"], env=env, capture_output=True, text=True)
-    assert bad.returncode == 2 and bad.stderr.strip().startswith("dvrk-ident model: error: unknown arm 'ecm'")
+    bad = subprocess.run([*cmd[:-3], "--arm", "suj"], env=env, capture_output=True, text=True)
+    assert bad.returncode == 2 and bad.stderr.strip().startswith("dvrk-ident model: error: unknown arm 'suj'")

@@ -46,10 +46,11 @@ def _collect(arm, trajectory, bag, logs, env, player, real_time_factor=1.0):
     assert f"bag complete: the {arm} player completed 1 run(s): {bag}" in recorder_log, recorder_log[-2000:]
 
 
-@pytest.mark.parametrize("model", ["psm", "psm_si"])
+@pytest.mark.parametrize("model", ["psm", "psm_si", "ecm_si"])
 def test_psm_collect_and_identify(nodes_env, tmp_path: Path, model: str):
-    """The PSM (Classic, and Si with DVRK_IDENT_GENERATION=si: the same arm names, the Si's description)
-    through the simulated arm, the player, the recorder and /identify."""
+    """The PSM (Classic, and Si with DVRK_IDENT_GENERATION=si: the same arm names, the Si's description) and
+    the ECM Si through the simulated arm (a Si arm held by the console's own default compensation, as the
+    console does), the player, the recorder and /identify."""
     from dvrk_ident_ros.app.launcher import NodeProcess
     from dvrk_ident_ros.data.loaders import load_dataset
     from dvrk_ident_ros.identify.pipeline import prepare
@@ -61,24 +62,26 @@ def test_psm_collect_and_identify(nodes_env, tmp_path: Path, model: str):
     from dvrk_ident_ros.sim.config import load_sim_config
 
     bag = tmp_path / "psm_bag"
-    nodes_env = {**nodes_env, "DVRK_IDENT_GENERATION": "si" if model == "psm_si" else "classic"}
+    nodes_env = {**nodes_env, "DVRK_IDENT_GENERATION": "si" if model.endswith("_si") else "classic"}
+    arm = "ECM" if model.startswith("ecm") else "PSM1"
     # Streaming servo_jp in simulation depends on the machine keeping up: a starved player (or a late delivery)
     # leaves the simulated PID a setpoint jump, its efforts saturate and the 100 Hz samples of them alias (on
     # a loaded 2-core machine the simulator's own parameters were 30-100 % off on such a recording). At half
     # real time the nodes have twice the slack; a faster ramp-in keeps the simulated time short.
-    _collect("PSM1", config_directory() / "trajectories" / f"{model}_fourier.yaml", bag, tmp_path / "logs", nodes_env,
+    _collect(arm, config_directory() / "trajectories" / f"{model}_fourier.yaml", bag, tmp_path / "logs", nodes_env,
              {"periods": 1, "stream_rate": 200.0, "ramp_in_speed": 0.5,
-              "tracking_error_limit": [0.3, 0.3, 0.04, 0.3, 0.3, 0.3, 0.3]}, real_time_factor=0.5)
+              "tracking_error_limit": [0.3, 0.3, 0.04, 0.3, 0.3, 0.3, 0.3][:4 if arm == "ECM" else 7]},
+             real_time_factor=0.5)
     # the simulated arm publishes at the bridge's default 100 Hz: the player says early that this is too slow
     player_log = (tmp_path / "logs" / "trajectory_player.log").read_text()
-    assert "/PSM1/measured_js arrives at 100 Hz by its stamps: identification runs want" in player_log, \
+    assert f"/{arm}/measured_js arrives at 100 Hz by its stamps: identification runs want" in player_log, \
         player_log[-2000:]
     family = model
     model = load_model(family)
-    data = load_dataset(bag, "bag", joints=7, dvrk_from_motor=model.A)
+    data = load_dataset(bag, "bag", joints=model.dof, dvrk_from_motor=model.A)
     assert data.t[-1] - data.t[0] > 5.0  # one 5.6 s period at 100 Hz
     with NodeProcess("identification_service", {"output_directory": str(tmp_path)}, log_dir=tmp_path / "logs",
-                     env=nodes_env), ArmClient("PSM1", "test_identify") as client:
+                     env=nodes_env), ArmClient(arm, "test_identify") as client:
         r = client.identify(arm=family, method="sdp", data_files=[str(bag)], data_format="bag",
                             output_directory="")  # the service's own output_directory, tmp_path
     assert r.success, r.message

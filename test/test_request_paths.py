@@ -127,7 +127,7 @@ def test_request_arms_in_any_case(given, canonical):
     assert request_arm(given) == canonical
 
 
-@pytest.mark.parametrize("given", ["ecm", "psm4", "mtm1", "PSM 1"])
+@pytest.mark.parametrize("given", ["suj", "psm4", "mtm1", "PSM 1"])
 def test_unknown_arms_are_refused(given):
     with pytest.raises(DvrkIdentError, match="unknown arm") as info:
         request_arm(given)
@@ -156,7 +156,7 @@ def test_a_plan_names_files_with_the_canonical_arm(base, tmp_path):
 
 
 @pytest.mark.parametrize("fields, message", [
-    ({"arm": "ecm"}, "unknown arm 'ecm'"),
+    ({"arm": "suj"}, "unknown arm 'suj'"),
     ({"arm": ""}, "no arm given"),
     ({"arm": "psm1", "method": "mlse"}, "PSM1 is not an MTM"),
     ({"method": "newton"}, "unknown method"),

@@ -71,7 +71,7 @@ def test_registry_reads_the_yaml_only_arm(planar_path):
                                                    "/PLANAR1/operating_state", "/dvrk_ident/PLANAR1/player_status"])
     assert sorted(recorded_topics("PSM1", operating_state=False))[:2] == ["/PSM1/jaw/measured_js",
                                                                           "/PSM1/jaw/setpoint_js"]
-    with pytest.raises(DvrkIdentError, match="expected one of MTML, MTMR, PSM1, PSM2, PSM3, PLANAR1"):
+    with pytest.raises(DvrkIdentError, match="expected one of ECM, MTML, MTMR, PSM1, PSM2, PSM3, PLANAR1"):
         canonical_arm("planar2")
 
 

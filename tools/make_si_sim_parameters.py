@@ -33,7 +33,26 @@ ISOTROPIC_FLOOR = 2e-4
 #: per Si arm: the Classic arm whose truth it shares, and which description frame each chain link is
 ARMS = {
     "psm_si": ("psm", {"yaw": "1", "pitch1": "2", "pitch2": "2'", "pitch3": "2''", "insertion2": "3"}),
+    # the ECM Si's joints' friction as the Classic PSM's joints 1-4; its endoscope (the console's insertion
+    # link) on the roll's frame
+    "ecm_si": ("psm", {"yaw": "1", "pitch1": "2", "pitch2": "2'", "pitch3": "2''", "insertion": "4"}),
 }
+#: links whose mass is not perturbed, and bodies set outright (frame: mass kg, centre m): the ECM Si's sliding
+#: mass is the console's endoscope table's (1.8 kg, Si HD), the carriage 50 g of it, the endoscope the rest
+KEEP_MASS = {"ecm_si": {"insertion": 1.75}}
+BODIES = {"ecm_si": {"3": (0.05, (0.0, 0.0, 0.0))}}
+#: links whose centre of mass stays on their frame's z axis (the ECM's endoscope, about its roll)
+ON_AXIS = {"ecm_si": ("insertion",)}
+
+
+def _set_body(standard: dict[str, float], frame: str, mass: float, com: np.ndarray) -> None:
+    """A link's 10 inertial parameters: ``mass`` at ``com`` (its frame), a solid sphere's inertia plus the floor."""
+    inertia = (0.4 * mass * RADIUS ** 2 + ISOTROPIC_FLOOR) * np.eye(3)
+    values = barycentric_from_physical(mass, com, inertia)
+    names = [f"L{frame}{k}" for k in ("xx", "xy", "xz", "yy", "yz", "zz")] + [f"l{frame}{k}" for k in "xyz"] + \
+        [f"m{frame}"]
+    for name, value in zip(names, values, strict=True):
+        standard[name] = float(value)
 
 
 def main() -> int:
@@ -47,14 +66,14 @@ def main() -> int:
             if link.name not in frames:
                 continue
             frame = frames[link.name]
-            mass = link.mass * (1.0 + rng.uniform(-MASS_SPREAD, MASS_SPREAD))
+            spread = 1.0 + rng.uniform(-MASS_SPREAD, MASS_SPREAD)
+            mass = KEEP_MASS.get(arm, {}).get(link.name, link.mass * spread)
             com = np.asarray(link.com) + rng.normal(scale=COM_SPREAD, size=3)
-            inertia = (0.4 * mass * RADIUS ** 2 + ISOTROPIC_FLOOR) * np.eye(3)
-            values = barycentric_from_physical(mass, com, inertia)
-            names = [f"L{frame}{k}" for k in ("xx", "xy", "xz", "yy", "yz", "zz")] + \
-                [f"l{frame}{k}" for k in "xyz"] + [f"m{frame}"]
-            for name, value in zip(names, values, strict=True):
-                standard[name] = float(value)
+            if link.name in ON_AXIS.get(arm, ()):
+                com[:2] = 0.0  # an endoscope is a cylinder about its roll axis
+            _set_body(standard, frame, mass, com)
+        for frame, (mass, com) in BODIES.get(arm, {}).items():
+            _set_body(standard, frame, mass, np.asarray(com))
         delta = np.array([standard[name] for name in model.parameter_names])
         result = replace(
             classic_result, arm=arm, description_hash=model.description.content_hash,

@@ -102,7 +102,8 @@ def _add_arm_check(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("arm-check", help="listen to a live arm for a few seconds and say whether the nodes would "
                                          "command it (operating state, state rate, stamp 0, repeated samples, "
                                          "tool, clocks, the dVRK's own gravity compensation); commands nothing")
-    p.add_argument("arm", help="MTML, MTMR, PSM1, PSM2, PSM3 (any case)")
+    p.add_argument("arm", help="MTML, MTMR, PSM1, PSM2, PSM3, ECM (any case; DVRK_IDENT_GENERATION=si: the Si "
+                   "arms)")
     p.add_argument("--duration", type=float, default=2.0,
                    help="seconds to listen once the arm's measured_js is heard (default 2)")
     p.add_argument("--wait", type=float, default=5.0,

@@ -66,10 +66,12 @@ class JointMap:
     kind: str
     to_chain: np.ndarray  # links x arm joints read: chain q = to_chain @ q_arm
     to_arm: np.ndarray  # arm joints given x links: arm efforts = to_arm @ t
+    endoscope_link: int | None = None  # the ECM: the console sets this link's mass to its endoscope's
 
 
-def _map(kind: str, to_chain: list[list[float]], to_arm: list[list[float]]) -> JointMap:
-    return JointMap(kind, np.array(to_chain, dtype=float), np.array(to_arm, dtype=float))
+def _map(kind: str, to_chain: list[list[float]], to_arm: list[list[float]], endoscope: int | None = None
+         ) -> JointMap:
+    return JointMap(kind, np.array(to_chain, dtype=float), np.array(to_arm, dtype=float), endoscope)
 
 
 #: The console's maps, by the chain's number of links (mtsIntuitiveResearchKitPSM.cpp, ECM.cpp at 2.4).
@@ -77,8 +79,8 @@ JOINT_MAPS: dict[int, JointMap] = {
     7: _map("PSM", [[1, 0, 0], [0, 0, 0], [0, 1, 0], [0, -1, 0], [0, 1, 0], [0, 0, 0.5], [0, 0, 0.5]],
             [[1, 0, 0, 0, 0, 0, 0], [0, 0, 1, -1, 1, 0, 0], [0, 0, 0, 0, 0, 0, 1]]),
     6: _map("ECM Si", [[1, 0, 0], [0, 0, 0], [0, 1, 0], [0, -1, 0], [0, 1, 0], [0, 0, 1]],
-            [[1, 0, 0, 0, 0, 0], [0, 0, 1, -1, 1, 0], [0, 0, 0, 0, 0, 1], [0, 0, 0, 0, 0, 0]]),
-    4: _map("ECM Classic", np.eye(4).tolist(), np.eye(4).tolist()),
+            [[1, 0, 0, 0, 0, 0], [0, 0, 1, -1, 1, 0], [0, 0, 0, 0, 0, 1], [0, 0, 0, 0, 0, 0]], endoscope=5),
+    4: _map("ECM Classic", np.eye(4).tolist(), np.eye(4).tolist(), endoscope=2),
 }
 
 
@@ -287,12 +289,14 @@ class MomentFit:
 def fit_moments(template: ConsoleChain, q_fit: np.ndarray, target_fit: np.ndarray, q_check: np.ndarray,
                 target_check: np.ndarray, mounting_pitch: float, prior_weight: float = 1e-8,
                 max_com_distance: float = MAX_COM_DISTANCE) -> MomentFit:
-    """The mass moments of ``template``'s active links with a mass (a massless link stays massless: the PSM's
-    first insertion link, whose force the console ignores) that best reproduce ``target_fit`` (N x k efforts of the
-    arm's first k joints at ``q_fit``): least squares with each fitted link's mass at least MIN_FITTED_MASS and
-    its centre of mass within ``max_com_distance`` of its frame's origin (|m c| <= r m: a second-order cone),
-    plus a small pull (``prior_weight`` relative to the data) towards the template's moments, which fixes the
-    directions the efforts do not determine. The residual is measured at other poses (``q_check``)."""
+    """The mass moments of ``template``'s active links with a mass that best reproduce ``target_fit`` (N x k
+    efforts of the arm's first k joints at ``q_fit``): least squares with each fitted link's mass at least
+    MIN_FITTED_MASS and its centre of mass within ``max_com_distance`` of its frame's origin (|m c| <= r m: a
+    second-order cone), plus a small pull (``prior_weight`` relative to the data) towards the template's
+    moments, which fixes the directions the efforts do not determine. A massless link stays massless (the PSM's
+    first insertion link, whose force the console ignores); the ECM's insertion link keeps the template's mass,
+    which the console replaces by its endoscope's, and only its centre is fitted. The residual is measured at
+    other poses (``q_check``)."""
     import cvxpy as cp
 
     Y = template.regressor(q_fit, mounting_pitch)
@@ -306,7 +310,9 @@ def fit_moments(template: ConsoleChain, q_fit: np.ndarray, target_fit: np.ndarra
     constraints = []
     for i in range(len(template.links)):
         m, mc = x[4 * i], x[4 * i + 1:4 * i + 4]
-        if i in fitted:
+        if i == template.map.endoscope_link:  # the console writes its endoscope's mass there: the centre only
+            constraints += [m == x0[4 * i], cp.norm(mc, 2) <= max_com_distance * x0[4 * i]]
+        elif i in fitted:
             constraints += [m >= MIN_FITTED_MASS, cp.norm(mc, 2) <= max_com_distance * m]
         else:
             constraints += [x[4 * i:4 * i + 4] == x0[4 * i:4 * i + 4]]
@@ -321,6 +327,8 @@ def fit_moments(template: ConsoleChain, q_fit: np.ndarray, target_fit: np.ndarra
     for i in range(len(template.links)):
         if i not in fitted:
             moments[4 * i:4 * i + 4] = x0[4 * i:4 * i + 4]  # exactly as the template (not the solver's 1e-12)
+        elif i == template.map.endoscope_link:
+            moments[4 * i] = x0[4 * i]
     chain = template.with_moments(moments)
     error = chain.torques(q_check, mounting_pitch) - np.asarray(target_check, dtype=float)[:, :k]
     return MomentFit(chain, np.sqrt(np.mean(error ** 2, axis=0)), np.max(np.abs(error), axis=0))

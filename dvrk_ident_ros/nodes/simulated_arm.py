@@ -147,7 +147,7 @@ class SimulatedArmNode(Node):
         tool_engaged = bool(params["tool_engaged"])
         fault_tracking_error = float(params["fault_tracking_error"])
         servo_timing = str(params["servo_timing"]).lower()
-        kinematic_gc = load_chain(str(params["kinematic_gc"])) if str(params["kinematic_gc"]) else None
+        kinematic_gc = self._kinematic_gc(str(params["kinematic_gc"]), str(params["dvrk_version"]))
         if physics_rate < self.publish_rate:
             raise DvrkIdentError(f"physics_rate {physics_rate} Hz below publish_rate {self.publish_rate} Hz")
         self.clock_rate = max(self.clock_rate, self.publish_rate)  # /clock at least with every state
@@ -265,6 +265,18 @@ class SimulatedArmNode(Node):
             + (f"publishing /clock at {self.clock_rate:g} Hz (real-time factor {self.real_time_factor or 'max'})"
                if self.publish_clock else "wall-clock time")
             + f"; servo_jp taken {'on arrival' if servo_timing == 'arrival' else 'at its stamp'}")
+
+    def _kinematic_gc(self, value: str, dvrk_version: str):
+        """The console's gravity chain: the file named; "" = the console's own default (a dVRK 2.4 Si arm's
+        shipped physical file, as the console loads it; none for a Classic arm); "none" = none."""
+        if value.strip().lower() == "none":
+            return None
+        if value:
+            return load_chain(value)
+        spec = arm_spec(self.arm)
+        if spec.generation == "si" and spec.console_gc is not None and dvrk_version == "2.4":
+            return load_chain(spec.console_gc)
+        return None
 
     # -- events: operating state, goal reached, "arm not ready" ---------------------------
     def _publish_events(self) -> None:

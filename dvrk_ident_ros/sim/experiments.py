@@ -117,13 +117,14 @@ class StaticHolds:
 
 
 def static_holds(arm: SimulatedArm, poses: np.ndarray, settle: float = 1.0, samples: int = 50,
-                 rate: float = 100.0) -> StaticHolds:
-    """Each pose reached by the arm's move_jp and held by its PID (the dVRK's own compensation off), ``settle``
+                 rate: float = 100.0, builtin: bool = False) -> StaticHolds:
+    """Each pose reached by the arm's move_jp and held by its PID (the dVRK's own compensation off, unless
+    ``builtin``: an ECM Si's PID alone cannot hold it; the measured effort is the sum either way), ``settle``
     s after the move, then ``samples`` state samples at ``rate`` averaged."""
     steps = max(1, round(1.0 / (rate * arm.dt)))
     q_mean, effort_mean = [], []
     start = arm.time
-    arm.use_gravity_compensation(False)
+    arm.use_gravity_compensation(builtin)
     for goal in poses:
         duration = arm.move_jp(goal)
         for _ in range(round((duration + settle) / arm.dt)):

@@ -3,6 +3,8 @@ like the dVRK publishes it (positions quantised, the servo's effort plus noise),
 in motor coordinates as the identification expects."""
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from dvrk_ident_ros.data.dataset import Dataset
@@ -14,8 +16,10 @@ from dvrk_ident_ros.sim.servo import PidServo
 
 def simulate_tracking(physics: ArmPhysics, servo: PidServo, trajectory: FourierTrajectory, duration: float, *,
                       physics_rate: float = 1500.0, record_every: int = 5, noise: NoiseLevels | None = None,
-                      rng: np.random.Generator | None = None) -> Dataset:
-    """Track ``trajectory`` (motor coordinates) with the servo (dVRK joint space) for ``duration`` s."""
+                      rng: np.random.Generator | None = None,
+                      feedforward: Callable[[np.ndarray], np.ndarray] | None = None) -> Dataset:
+    """Track ``trajectory`` (motor coordinates) with the servo (dVRK joint space) for ``duration`` s; with
+    ``feedforward`` (dVRK positions -> efforts: the console's own gravity compensation) added to the PID's."""
     model = physics.model
     rng = rng or np.random.default_rng()
     dt = 1.0 / physics_rate
@@ -28,7 +32,8 @@ def simulate_tracking(physics: ArmPhysics, servo: PidServo, trajectory: FourierT
     t_rec, q_rec, qd_rec, tau_rec = [], [], [], []
     for k in range(steps):
         q_d, qd_d = model.dvrk_from_motor(state.q), model.dvrk_from_motor(state.qd)
-        effort_d = servo.command(q_d, qd_d, q_ref_d[k], qd_ref_d[k], dt)
+        effort_d = servo.command(q_d, qd_d, q_ref_d[k], qd_ref_d[k], dt,
+                                 None if feedforward is None else feedforward(q_d))
         if k % record_every == 0:
             t_rec.append(state.t)
             q_rec.append(q_d)

@@ -1,8 +1,10 @@
 """A dVRK-like PID position servo in dVRK joint space (the arm's control loop, 1.5 kHz).
 
-tau^d = Kp (q_ref - q) + Kd (qd_ref - qd) + Ki integral(q_ref - q) + tau_ff,
-clamped to the joints' torque limits; the commanded effort is what the dVRK
-reports as the measured effort. Motor torques follow as tau^m = A^T tau^d.
+tau^d = clamp(Kp (q_ref - q) + Kd (qd_ref - qd) + Ki integral(q_ref - q)) + tau_ff:
+the PID's output clamped to the joints' torque limits (the dVRK's pid_max_output), the
+feed forward (the dVRK's own gravity compensation) added after the clamp, as sawControllers'
+mtsPID adds it; the commanded effort is what the dVRK reports as the measured effort.
+Motor torques follow as tau^m = A^T tau^d.
 """
 from __future__ import annotations
 
@@ -36,7 +38,8 @@ class PidServo:
             np.minimum(np.maximum(self.integral, -self.g.integral_limit, out=self.integral), self.g.integral_limit,
                        out=self.integral)
         tau = self.g.kp * error + self.g.kd * (qd_ref - qd) + self.g.ki * self.integral
-        if feedforward is not None:
-            tau += feedforward
+        # the PID's output is capped (sawControllers mtsPID: pid_max_output), the feed forward added after the cap
         self.effort = np.minimum(np.maximum(tau, -self.g.torque_limit), self.g.torque_limit)
+        if feedforward is not None:
+            self.effort += feedforward
         return self.effort
