@@ -363,3 +363,38 @@ def test_the_ecm_si_description_is_the_console_s_own_chain_and_its_endoscope_mas
     assert np.sqrt(np.mean(error ** 2, axis=0)) == pytest.approx(fit.rms[:3], rel=1e-6, abs=1e-12)
     # the endoscope's true mass is not the console's 1.8 kg: only its centre moves; what is left is printed
     print(f"ECM Si chain residual RMS (N m, N): {fit.rms}")
+
+
+@pytest.mark.ros
+def test_the_simulated_si_psm_reports_the_console_s_compensation_and_turns_it_off(ros_env, rclpy_context):
+    """simulated_arm PSM1 with DVRK_IDENT_GENERATION=si: the console's own default file applies (as the console
+    loads PSM_Si_physical.json): /PSM1/gravity_compensation/setpoint_js carries the chain's torques at the
+    measured joints (the transcription's), zero beyond joint 3; use_gravity_compensation false zeroes it."""
+    import sys
+
+    from helpers.processes import output_of, running
+    from helpers.ros_probe import Probe
+    from sensor_msgs.msg import JointState
+    from std_msgs.msg import Bool
+
+    env = {**ros_env, "DVRK_IDENT_GENERATION": "si"}
+    chain = load_chain(CONFIG / "console_gc" / "psm_si.json")
+    probe = Probe(rclpy_context, "console_gc_probe")
+    readings = probe.collect(JointState, "/PSM1/gravity_compensation/setpoint_js")
+    measured = probe.collect(JointState, "/PSM1/measured_js")
+    flag = probe.node.create_publisher(Bool, "/PSM1/use_gravity_compensation", 10)
+    sim = [sys.executable, "-m", "dvrk_ident_ros.nodes.simulated_arm", "--ros-args", "-p", "arm:=PSM1",
+           "-p", "initial_state:=HOMED", "-p", "noise:=false"]
+    try:
+        with running(sim, env) as proc:
+            assert probe.spin_until(lambda: len(readings) > 20 and measured, 20.0, proc), output_of(proc)
+            q = np.array(measured[-1][1].position)
+            effort = np.array(readings[-1][1].effort)
+            assert probe.wait_for_graph(proc, subscribers=[flag]), output_of(proc)
+            flag.publish(Bool(data=False))
+            assert probe.spin_until(lambda: not any(readings[-1][1].effort), 5.0, proc), output_of(proc)
+            out = output_of(proc) if proc.poll() is not None else ""
+    finally:
+        probe.close()
+    assert effort[:3] == pytest.approx(console_efforts(list(chain.links), q, -math.pi / 4), abs=2e-3), out
+    assert not np.any(effort[3:]) and np.any(effort[:3])
