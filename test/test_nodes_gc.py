@@ -199,6 +199,10 @@ def test_every_sample_is_answered_once_with_its_stamp(ros_env, rclpy_context, tm
     assert h.builtin[0][0] <= first_answer + 0.5, "use_gravity_compensation false came late"
 
 
+#: samples of test_ramp_in's 300 its probe may miss (answer or diagnostics) on a loaded machine: 5 %
+LOST_ON_LOAD = 15
+
+
 @pytest.mark.ros
 def test_ramp_in(ros_env, rclpy_context, tmp_path):
     path, params = _gc_file(tmp_path)
@@ -217,9 +221,9 @@ def test_ramp_in(ros_env, rclpy_context, tmp_path):
             """The samples answered with their diagnostics."""
             return keys & set(h.answers()) & {_stamp_key(d.header.stamp) for _, d in h.diagnostics}
 
-        # at most 3 lost on a loaded machine (a best-effort sample dropped is never answered, and a keep-last
-        # diagnostics message can be overwritten before a slow probe takes it): not "the last one answered"
-        if not h.probe.spin_until(lambda: len(seen()) >= count - 3, 10.0, proc):
+        # at most LOST_ON_LOAD lost on a loaded machine (a best-effort sample dropped is never answered, and a
+        # keep-last diagnostics message can be overwritten before a slow probe takes it): not "the last one"
+        if not h.probe.spin_until(lambda: len(seen()) >= count - LOST_ON_LOAD, 10.0, proc):
             raise AssertionError(f"{len(keys & set(h.answers()))} of {count} samples answered, {len(seen())} with "
                                  f"their diagnostics:\n{output_of(proc)}")
         h.probe.spin_for(0.2)  # the rest in flight
@@ -228,9 +232,9 @@ def test_ramp_in(ros_env, rclpy_context, tmp_path):
     h.close()
     first = min(k for k in range(count) if _stamp_key(_stamp(k)) in answers)
     assert first <= 3, f"the first {first} samples were not answered"
-    # a sample or its diagnostics lost on a loaded machine: at most 3, as the wait allows
+    # a sample or its diagnostics lost on a loaded machine: at most LOST_ON_LOAD, as the wait allows
     ks = [k for k in range(first, count) if _stamp_key(_stamp(k)) in answers and _stamp_key(_stamp(k)) in diagnostics]
-    assert len(ks) >= count - first - 3, f"{count - first - len(ks)} samples after the first answer not seen"
+    assert len(ks) >= count - first - LOST_ON_LOAD, f"{count - first - len(ks)} samples after the first answer not seen"
     scales = np.array([diagnostics[_stamp_key(_stamp(k))].ramp_scale for k in ks])
     states = [diagnostics[_stamp_key(_stamp(k))].state for k in ks]
     efforts = np.array([answers[_stamp_key(_stamp(k))][0].effort for k in ks])
