@@ -188,10 +188,14 @@ def solve_sdp(model: ArmModel, A: np.ndarray, b: np.ndarray, *, tie_break: float
         iterations += getattr(problem.solver_stats, "num_iters", 0) or 0
         tie_break_used = True
         break
-    if not tie_break_used:
-        delta.value = fit_value
-    value = np.asarray(delta.value, dtype=float)
+    value = np.asarray(delta.value, dtype=float) if tie_break_used else fit_value
     min_eig, violation = check_constraints(model, value)
+    if tie_break_used and (min_eig < -CONSTRAINT_TOLERANCE or violation > CONSTRAINT_TOLERANCE):
+        # the tie-break ended inside the solver's tolerances but outside the constraints': the first answer
+        # stands, as when the tie-break does not converge
+        tie_break_used = False
+        value = fit_value
+        min_eig, violation = check_constraints(model, value)
     if min_eig < -CONSTRAINT_TOLERANCE or violation > CONSTRAINT_TOLERANCE:
         raise SolverError(f"SDP: answer violates its constraints (min pseudo-inertia eigenvalue {min_eig:.2e}, "
                           f"worst bound violation {violation:.2e})")
