@@ -128,24 +128,33 @@ def test_the_package_computes_what_the_console_computes(length: int):
         assert np.max(np.abs(by_regressor - theirs)) <= 1e-9 * max(1.0, np.max(np.abs(theirs)))
 
 
+def _assert_frames_match(model_name: str, template: str, q: np.ndarray, pairs: tuple[tuple[int, str], ...],
+                         position: float, rotation: float) -> None:
+    """The template's chain links ``pairs[i][0]`` have the frames of the description's ``pairs[i][1]`` at q."""
+    from dvrk_ident_ros.model.arm_model import load_model
+
+    model = load_model(model_name)
+    names = [frame.name for frame in model.description.frames]
+    chain = load_chain(CONFIG / "console_gc" / template)
+    T = model.forward_kinematics(model.motor_from_dvrk(q))
+    R, p = chain.frames(q[:, :3] @ chain.map.to_chain.T)
+    for link, frame in pairs:
+        k = names.index(frame)
+        assert np.max(np.abs(T[:, k, :3, 3] - p[:, link])) < position, frame
+        assert np.max(np.abs(T[:, k, :3, :3] - R[:, link])) < rotation, frame
+
+
 def test_the_classic_psm_template_has_the_description_s_geometry():
+
     """config/console_gc/psm.json folds config/psm.yaml's parallelogram into the console's 7 links: its
     yaw, pitch3 and insertion frames are the description's frames 1, 2'''' and 3, at any pose."""
     from dvrk_ident_ros.model.arm_model import load_model
 
-    model = load_model("psm")
-    names = [frame.name for frame in model.description.frames]
-    chain = load_chain(CONFIG / "console_gc" / "psm.json")
     rng = np.random.default_rng(3)
     q = np.column_stack([rng.uniform(-1.4, 1.4, 30), rng.uniform(-0.7, 0.8, 30), rng.uniform(0.07, 0.23, 30),
                          rng.uniform(-1.0, 1.0, (30, 4))])
-    T = model.forward_kinematics(model.motor_from_dvrk(q))
-    R, p = chain.frames(q[:, :3] @ chain.map.to_chain.T)
-    for link, frame in ((0, "1"), (4, "2''''"), (6, "3")):
-        k = names.index(frame)
-        assert np.max(np.abs(T[:, k, :3, 3] - p[:, link])) < 1e-12
-        assert np.max(np.abs(T[:, k, :3, :3] - R[:, link])) < 1e-12
-    assert mounting_pitch_of(model.description.gravity) == 0.0  # a Classic PSM's default pitch
+    _assert_frames_match("psm", "psm.json", q, ((0, "1"), (4, "2''''"), (6, "3")), 1e-12, 1e-12)
+    assert mounting_pitch_of(load_model("psm").description.gravity) == 0.0  # a Classic PSM's default pitch
 
 
 def test_fitted_masses_reproduce_the_simulated_psm_s_gravity():
@@ -316,19 +325,12 @@ def test_the_psm_si_description_is_the_console_s_own_chain():
     console's for the mounting pitch -45 deg."""
     from dvrk_ident_ros.model.arm_model import load_model
 
-    model = load_model("psm_si")
-    names = [frame.name for frame in model.description.frames]
-    chain = load_chain(CONFIG / "console_gc" / "psm_si.json")
     rng = np.random.default_rng(4)
     q = np.column_stack([rng.uniform(-1.4, 1.4, 30), rng.uniform(-1.2, 1.2, 30), rng.uniform(0.02, 0.27, 30),
                          rng.uniform(-1.0, 1.0, (30, 4))])
-    T = model.forward_kinematics(model.motor_from_dvrk(q))
-    R, p = chain.frames(q[:, :3] @ chain.map.to_chain.T)
-    for link, frame in ((0, "1"), (2, "2"), (3, "2'"), (4, "2''"), (6, "3")):
-        k = names.index(frame)
-        assert np.max(np.abs(T[:, k, :3, 3] - p[:, link])) < 1e-6, frame
-        assert np.max(np.abs(T[:, k, :3, :3] - R[:, link])) < 4e-6, frame
-    assert mounting_pitch_of(model.description.gravity) == pytest.approx(-math.pi / 4, abs=1e-6)
+    _assert_frames_match("psm_si", "psm_si.json", q, ((0, "1"), (2, "2"), (3, "2'"), (4, "2''"), (6, "3")), 1e-6,
+                         4e-6)
+    assert mounting_pitch_of(load_model("psm_si").description.gravity) == pytest.approx(-math.pi / 4, abs=1e-6)
 
 
 def test_the_ecm_si_description_is_the_console_s_own_chain_and_its_endoscope_mass_stays():
@@ -340,17 +342,12 @@ def test_the_ecm_si_description_is_the_console_s_own_chain_and_its_endoscope_mas
     from dvrk_ident_ros.sim.config import load_sim_config
 
     model = load_model("ecm_si")
-    names = [frame.name for frame in model.description.frames]
     template = load_chain(CONFIG / "console_gc" / "ecm_si.json")
     rng = np.random.default_rng(6)
     q = np.column_stack([rng.uniform(-1.4, 1.4, 200), rng.uniform(-1.0, 0.95, 200), rng.uniform(0.01, 0.24, 200),
                          rng.uniform(-1.4, 1.4, 200)])
-    T = model.forward_kinematics(model.motor_from_dvrk(q))
-    R, p = template.frames(q[:, :3] @ template.map.to_chain.T)
-    for link, frame in ((0, "1"), (2, "2"), (3, "2'"), (4, "2''"), (5, "3")):
-        k = names.index(frame)
-        assert np.max(np.abs(T[:, k, :3, 3] - p[:, link])) < 1e-6, frame
-        assert np.max(np.abs(T[:, k, :3, :3] - R[:, link])) < 4e-6, frame
+    _assert_frames_match("ecm_si", "ecm_si.json", q, ((0, "1"), (2, "2"), (3, "2'"), (4, "2''"), (5, "3")), 1e-6,
+                         4e-6)
     pitch = mounting_pitch_of(model.description.gravity)
     assert pitch == pytest.approx(math.radians(-70.0), abs=1e-6)
     config = load_sim_config("ecm_si")
