@@ -1,22 +1,26 @@
-"""The whole gravity-compensation job on one MTM: pose grid, recording, fit, hold test, report.
+"""The whole gravity job on one arm: an MTM's gc file, or a PSM's or an ECM's file for the dVRK 2.4 console.
 
     ros2 launch dvrk_ident gc_calibration.launch.py arm:=MTML serial:=41878
     ros2 launch dvrk_ident gc_calibration.launch.py arm:=MTML serial:=0 sim:=true
     ros2 launch dvrk_ident gc_calibration.launch.py arm:=MTML serial:=0 sim:=true pose_stride:=10 sweep_stride:=2
+    ros2 launch dvrk_ident gc_calibration.launch.py arm:=PSM1 serial:=28007 parameter_file:=psm1_sdp.json
 
-Starts ``gc_calibration`` (config/gc_calibration.yaml), which runs the job in order
+Starts ``gc_calibration`` (config/gc_calibration.yaml), which runs the job in order. An MTM
 (dvrk_ident_ros/app/gc_calibration.py): the nodes of collect.launch.py play ``grid_file`` and record it;
 once the bag is closed, gc-<ARM>-<serial>.json is fitted from it (as ``dvrk-ident gc fit``); the
 ``gravity_compensation`` node then holds the arm with the new file at ``hold_poses`` poses away from the
 grid for ``hold_time`` s each, and the drift (joint, tip) is reported in ``output_directory``
-(gc-<ARM>-<serial>-report.txt, -hold.csv, -hold.png). With ``sim:=true`` a simulated arm publishing
+(gc-<ARM>-<serial>-report.txt, -hold.csv, -hold.png). A PSM or an ECM (dvrk_ident_ros/app/console_calibration.py,
+dVRK 2.4): ``refit_holds`` static holds are recorded, the gravity of ``parameter_file`` (the identified model)
+refitted to them, the console's physical-DH file <ARM>-<serial>-kinematic-gc.json fitted, and the arm held
+in position mode at ``hold_poses`` poses with its compensation, then with the new file (a simulated arm takes
+it live; a console after a restart: ``hold_only:=true``). With ``sim:=true`` a simulated arm publishing
 /clock is started too (every node then uses sim time), and homed by the job (``home_arm`` defaults to
-``sim``). On a real arm: power it on and home it from the console first; the arm moves through the whole
-grid, then to the hold poses.
+``sim``). On a real arm: power it on and home it from the console first.
 
 The launch ends with the job's status: 0 done, non-zero when a step failed (the player's status when the
-grid could not be played, 1 for the fit or the hold). An arm whose family has no gc fit (a PSM), or a grid
-found nowhere, stops the launch before any node starts.
+grid could not be played, 1 for the fit or the hold). An unknown arm, a grid found nowhere or a PSM without
+its parameter file stops the launch before any node starts.
 """
 from launch.actions import DeclareLaunchArgument, OpaqueFunction, SetLaunchConfiguration
 from launch.conditions import IfCondition
@@ -26,9 +30,9 @@ from launch_ros.actions import Node, SetParameter
 from launch_ros.parameter_descriptions import ParameterValue
 from launch_ros.substitutions import FindPackageShare
 
-from dvrk_ident_ros.app.gc_calibration import check_gc_arm, grid_path
+from dvrk_ident_ros.app.gc_calibration import check_job
 from dvrk_ident_ros.app.launch_support import canonical_arguments, exit_handler
-from dvrk_ident_ros.arms import mlse_arms
+from dvrk_ident_ros.arms import known_arms
 
 PACKAGE = "dvrk_ident"
 
@@ -38,9 +42,13 @@ def _config(name: str) -> PathJoinSubstitution:
 
 
 def _check_job(context):
-    """An arm without a gc fit, or a grid found nowhere, stops the launch before any node starts."""
-    arm = check_gc_arm(context.launch_configurations["arm"])
-    return [SetLaunchConfiguration("grid_file", str(grid_path(arm, context.launch_configurations["grid_file"])))]
+    """An unknown arm, a grid found nowhere or a PSM without its parameter file stops the launch before any node
+    starts."""
+    given = context.launch_configurations
+    resolved = check_job(given["arm"], given["grid_file"], given["parameter_file"],
+                         given["hold_only"].lower() == "true")
+    return [SetLaunchConfiguration("grid_file", resolved["grid_file"]),
+            SetLaunchConfiguration("parameter_file", resolved["parameter_file"])]
 
 
 def generate_launch_description():
@@ -74,6 +82,9 @@ def generate_launch_description():
                 "pose_stride": ParameterValue(LaunchConfiguration("pose_stride"), value_type=int),
                 "sweep_stride": ParameterValue(LaunchConfiguration("sweep_stride"), value_type=int),
                 "orders": ParameterValue(LaunchConfiguration("orders"), value_type=str),
+                "parameter_file": ParameterValue(LaunchConfiguration("parameter_file"), value_type=str),
+                "refit_holds": ParameterValue(LaunchConfiguration("refit_holds"), value_type=int),
+                "hold_only": ParameterValue(LaunchConfiguration("hold_only"), value_type=bool),
             },
         ],
         output="screen",
@@ -91,11 +102,11 @@ def generate_launch_description():
         output="screen",
         emulate_tty=True,
     )
-    gc_arms = ", ".join(name for spec in mlse_arms() for name in spec.names)
+    arms = ", ".join(known_arms())
     return LaunchDescription([
         DeclareLaunchArgument("arm", default_value="MTML",
-                              description=f"dVRK arm to calibrate, one whose family has a gc fit: {gc_arms} (any "
-                                          "case)"),
+                              description=f"dVRK arm to calibrate: {arms} (any case; an MTM's gc file, a PSM's or "
+                                          "an ECM's kinematic_gc file)"),
         DeclareLaunchArgument("serial", description="the arm's serial number: the file is gc-<arm>-<serial>.json"),
         DeclareLaunchArgument(
             "sim", default_value="false",
@@ -122,7 +133,15 @@ def generate_launch_description():
         DeclareLaunchArgument("orders", default_value="",
                               description='polynomial orders of joints 1-6 ("4,1,4,4,4,4"), "auto" (cross-validation); '
                                           "empty: the fit's default"),
-        canonical_arguments(booleans=("sim", "home_arm"), arm="arm"),
+        DeclareLaunchArgument("parameter_file", default_value="",
+                              description="PSM, ECM: the identified model (/identify, SDP) the holds refit; required "
+                                          "there"),
+        DeclareLaunchArgument("refit_holds", default_value="24",
+                              description="PSM, ECM: static holds recorded for the refit"),
+        DeclareLaunchArgument("hold_only", default_value="false",
+                              description="PSM, ECM: only the hold test with the arm's compensation (after a "
+                                          "console restart with the new file)"),
+        canonical_arguments(booleans=("sim", "home_arm", "hold_only"), arm="arm"),
         OpaqueFunction(function=_check_job),
         # Applies to every node started after it in this launch file (the job passes it to the nodes it starts).
         SetParameter(name="use_sim_time", value=True, condition=IfCondition(sim)),

@@ -64,6 +64,14 @@ def ros_env(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
 
 
 @pytest.fixture
+def nodes_env(ros_env: dict[str, str]) -> dict[str, str]:
+    """The environment the package's node processes get in this test's domain (the launcher's)."""
+    from dvrk_ident_ros.app.launcher import ros_environment
+
+    return ros_environment(int(ros_env["ROS_DOMAIN_ID"]))
+
+
+@pytest.fixture
 def rclpy_context(ros_env: dict[str, str]):
     """An initialised rclpy context for this test, shut down afterwards."""
     import rclpy

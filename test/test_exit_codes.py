@@ -161,13 +161,6 @@ def _short_trajectory(path: Path) -> Path:
     return path
 
 
-@pytest.fixture
-def nodes_env(ros_env):
-    from dvrk_ident_ros.app.launcher import ros_environment
-
-    return ros_environment(int(ros_env["ROS_DOMAIN_ID"]))
-
-
 def _plan(nodes, tmp_path: Path, env) -> LaunchPlan:
     return LaunchPlan("collect.launch.py", nodes, log_dir=tmp_path / "logs", env=env)
 

@@ -21,6 +21,7 @@ from dvrk_ident_ros.app.gc_calibration import (
     CalibrationReport,
     CalibrationSettings,
     check_gc_arm,
+    check_job,
     drift_of,
     hold_poses,
     limits_check,
@@ -36,8 +37,27 @@ def test_only_an_arm_whose_family_has_a_gc_fit_is_taken():
         check_gc_arm("psm1")
 
 
+def test_every_arm_of_the_registry_has_a_gravity_job():
+    """An MTM's job needs its grid, a PSM's or an ECM's (the console's kinematic_gc) the identified model; an
+    unknown arm, or a PSM without its model, is refused with the reason."""
+    from dvrk_ident_ros.arms import known_arms
+
+    params = str(Path(__file__).resolve().parents[1] / "config" / "sim" / "psm_true.json")
+    for arm in known_arms():
+        resolved = check_job(arm, "", params)
+        assert resolved["grid_file" if arm.startswith("MTM") else "parameter_file"], arm
+    assert check_job("psm1", "", "", hold_only=True)["parameter_file"] == ""
+    with pytest.raises(CalibrationRefusedError, match="parameter_file is required for a PSM or an ECM"):
+        check_job("psm1", "", "")
+    with pytest.raises(CalibrationRefusedError, match=r"'no/such\.json' not found"):
+        check_job("ecm", "", "no/such.json")
+    with pytest.raises(CalibrationRefusedError, match="suj"):
+        check_job("suj", "", params)
+
+
 @pytest.mark.parametrize(("given", "expected"), [
-    (["arm:=psm2", "serial:=1"], "PSM2 (PSM) has no gc fit"),
+    (["arm:=psm2", "serial:=1"], "parameter_file is required for a PSM or an ECM"),
+    (["arm:=suj", "serial:=1"], "suj"),
     (["arm:=MTML"], "launch argument serial is required"),
     (["serial:=1", "grid_file:=no/such/grid.yaml"], "'no/such/grid.yaml' not found"),
     (["serial:=1", "hold_time:=long"], "hold_time:='long' is not a number"),
@@ -114,13 +134,6 @@ def test_a_job_whose_bag_exists_is_refused_before_any_node_starts(tmp_path: Path
 
 
 # -- through the launcher, on the simulated MTML ---------------------------------------------------------------------
-@pytest.fixture
-def nodes_env(ros_env):
-    from dvrk_ident_ros.app.launcher import ros_environment
-
-    return ros_environment(int(ros_env["ROS_DOMAIN_ID"]))
-
-
 def _small_grid(path: Path) -> Path:
     """The narrow grid (excitation/grid.py): 68 poses, 48 kept (each sweep's first is left out); about 70 s on the
     simulated arm at 1.5x real time; enough for first-order polynomials. 10 samples a pose (67 ms of wall time at
@@ -231,12 +244,12 @@ def test_the_hold_stage_takes_the_arm_s_word_that_a_move_ended_near_its_goal():
 
 
 @pytest.mark.ros
-def test_dvrk_ident_launch_refuses_a_psm_before_any_node_starts(tmp_path: Path, nodes_env):
+def test_dvrk_ident_launch_refuses_a_psm_without_its_model_before_any_node_starts(tmp_path: Path, nodes_env):
     proc = subprocess.run([sys.executable, "-m", "dvrk_ident_ros.app.cli", "launch", "gc_calibration", "arm:=psm1",
                            "serial:=1", "--log-dir", str(tmp_path / "logs")],
                           cwd=tmp_path, env=nodes_env, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2, proc.stdout + proc.stderr
-    assert "PSM1 (PSM) has no gc fit" in proc.stderr
+    assert "parameter_file is required for a PSM or an ECM" in proc.stderr
     assert not (tmp_path / "logs").exists()
 
 

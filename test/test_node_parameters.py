@@ -68,7 +68,8 @@ def test_every_run_time_parameter_says_how_it_takes_effect():
     runtime = {node: schema.runtime() for node, schema in SCHEMAS.items()}
     assert runtime == {"trajectory_player": ("speed_scale",), "recorder": (),
                        "identification_service": ("allow_queue",),
-                       "gravity_compensation": ("torque_limit_scale", "publish_diagnostics"), "simulated_arm": (),
+                       "gravity_compensation": ("torque_limit_scale", "publish_diagnostics"),
+                       "simulated_arm": ("kinematic_gc",),
                        "gc_calibration": (), "gc_safety_net": ()}
     for node, names in runtime.items():
         for name in names:

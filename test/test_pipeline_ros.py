@@ -20,14 +20,6 @@ import pytest
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
 
 
-@pytest.fixture
-def nodes_env(ros_env):
-    from dvrk_ident_ros.app.launcher import ros_environment
-
-    env = ros_environment(int(ros_env["ROS_DOMAIN_ID"]))
-    return env
-
-
 def _collect(arm, trajectory, bag, logs, env, player, real_time_factor=1.0):
     from dvrk_ident_ros.app.launcher import NodeProcess
 

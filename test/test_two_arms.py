@@ -59,13 +59,6 @@ def _trajectory(path: Path, arm: str) -> Path:
     return path
 
 
-@pytest.fixture
-def nodes_env(ros_env):
-    from dvrk_ident_ros.app.launcher import ros_environment
-
-    return ros_environment(int(ros_env["ROS_DOMAIN_ID"]))
-
-
 def test_mtml_and_psm1_collect_side_by_side(nodes_env, tmp_path: Path):
     from contextlib import ExitStack
 

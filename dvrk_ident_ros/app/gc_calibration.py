@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import csv
 import math
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -32,6 +31,7 @@ from typing import Protocol
 
 import numpy as np
 
+from dvrk_ident_ros.app.collection import GridCollection, StagedJob, StepFailedError
 from dvrk_ident_ros.arms import arm_spec, canonical_arm
 from dvrk_ident_ros.errors import DataError, DvrkIdentError
 from dvrk_ident_ros.files import resolve_package_file
@@ -43,14 +43,6 @@ DONE, FAILED, REFUSED = 0, 1, 2
 
 class CalibrationRefusedError(DvrkIdentError):
     """A setting the job cannot start with: nothing was moved (exit status 2)."""
-
-
-class StepFailedError(DvrkIdentError):
-    """A step of the job failed; ``status`` is the job's exit status."""
-
-    def __init__(self, message: str, status: int = FAILED):
-        super().__init__(message)
-        self.status = status
 
 
 @dataclass(frozen=True)
@@ -98,8 +90,26 @@ def check_gc_arm(arm: str) -> str:
     if not spec.gc_fits:
         raise CalibrationRefusedError(f"{name} ({spec.family}) has no gc fit: its family's estimators are "
                                  f"{', '.join(spec.estimators)}, none fits gravity from a pose grid "
-                                 "(dvrk.estimators of its description)")
+                                 "(dvrk.estimators of its description), and no console kinematic_gc chain")
     return name
+
+
+def check_job(arm: str, grid_file: str, parameter_file: str, hold_only: bool = False) -> dict[str, str]:
+    """What a launch resolves before any node starts: an MTM's pose grid, a PSM's or an ECM's identified parameter
+    file (app/console_calibration.py), as paths; :class:`CalibrationRefusedError` with the reason else."""
+    from dvrk_ident_ros.app.console_calibration import ConsoleCalibrationRefusedError, parameter_path
+
+    try:
+        name = canonical_arm(arm)
+        if arm_spec(name).console_gc is not None:
+            return {"grid_file": grid_file,
+                    "parameter_file": parameter_file if hold_only else str(parameter_path(parameter_file))}
+    except ConsoleCalibrationRefusedError as exc:
+        raise CalibrationRefusedError(str(exc)) from exc
+    except DvrkIdentError as exc:
+        raise CalibrationRefusedError(str(exc)) from exc
+    name = check_gc_arm(name)
+    return {"grid_file": str(grid_path(name, grid_file)), "parameter_file": parameter_file}
 
 
 def parse_orders(text: str) -> dict[int, int] | str | None:
@@ -317,31 +327,17 @@ class CalibrationReport:
 
 # -- the job --------------------------------------------------------------------------------------------------------
 @dataclass
-class Calibration:
+class Calibration(StagedJob):
     """One run of the job; :meth:`run` returns the exit status. ``say``: progress lines."""
 
     settings: CalibrationSettings
     port: ArmPort
-    env: dict[str, str] | None = None
-    say: Callable[[str], None] = print
-    progress_every: float = 5.0
-    _stop: threading.Event = field(default_factory=threading.Event)
-    _plan: object | None = None
-
-    def request_stop(self, reason: str = "stop requested") -> None:
-        self._stop.set()
-        plan = self._plan
-        if plan is not None:
-            plan.request_stop(reason)  # type: ignore[attr-defined]
-
-    def _check_stop(self) -> None:
-        if self._stop.is_set():
-            raise StepFailedError("stopped before the job was done")
 
     def run(self) -> int:
         s = self.settings
         report = CalibrationReport(s, joint_names=arm_spec(s.arm).joint_names)
-        try:
+
+        def stages() -> None:
             s.output_directory.mkdir(parents=True, exist_ok=True)
             t0 = time.monotonic()
             self.collect()
@@ -352,12 +348,10 @@ class Calibration:
             t0 = time.monotonic()
             report.drifts, report.skipped = self.hold()
             report.seconds["hold"] = time.monotonic() - t0
-        except StepFailedError as exc:
-            self.say(f"error: {exc}")
-            return exc.status
-        except DvrkIdentError as exc:
-            self.say(f"error: {exc}")
-            return FAILED
+
+        failed = self._failed(stages)
+        if failed is not None:
+            return failed
         try:
             files = report.write()
         except OSError as exc:
@@ -372,59 +366,14 @@ class Calibration:
 
     def collect(self) -> None:
         """Stage 1: the collect plan (recorder, player with the grid) until the player is done."""
-        from dvrk_ident_ros.app.launcher import LaunchPlan, PlannedNode
-
         s = self.settings
         self._check_stop()
-        if s.bag.exists():
-            raise StepFailedError(f"{s.bag} exists: move it away or choose another output_directory", REFUSED)
-        # the nodes of collect.launch.py (sim:=false: the arm is there already), the bag named by the job
-        # a simulated arm under /clock on an overloaded machine: the player saw /clock run on without measured_js
-        # (0.19 s at load 9, 0.57 s at load 10, on 2 cores); a pose grid is move_jp only, the arm runs its own
-        # moves: the player tolerates 2 s there. A real arm keeps the player's own limit (config).
-        clock = {"use_sim_time": True} if s.use_sim_time else {}
-        sim_player = {"stale_timeout": 2.0} if s.use_sim_time else {}
-        nodes = [PlannedNode("recorder", {"arm": s.arm, "bag_path": str(s.bag), "expect_player": True, **clock},
-                             name=f"recorder_{s.arm}", stop_timeout=15.0),
-                 PlannedNode("trajectory_player", {"arm": s.arm, "trajectory_file": str(s.grid_file), "autostart": True,
-                                                   "home_arm": s.home_arm, "pose_stride": s.pose_stride,
-                                                   "sweep_stride": s.sweep_stride, **clock, **sim_player},
-                             name=f"trajectory_player_{s.arm}", required=True)]
         orders = ("default" if s.orders is None else s.orders if isinstance(s.orders, str)
                   else ",".join(str(s.orders[j]) for j in sorted(s.orders)))
         self.say(f"[1/3] playing {s.grid_file.name} (pose_stride {s.pose_stride}, sweep_stride {s.sweep_stride}; "
                  f"fit orders {orders}) on {s.arm} and recording it to {s.bag}")
-        plan = LaunchPlan("gc_calibration collect", nodes, log_dir=s.logs, env=self.env)
-        self._plan = plan
-        outcome: list = []
-        waiter = threading.Thread(target=lambda: outcome.append(self._wait(plan)), daemon=True)
-        plan.start()
-        if self._stop.is_set():  # a stop requested while the nodes started
-            plan.request_stop("stop requested")
-        waiter.start()
-        last = time.monotonic()
-        while waiter.is_alive():
-            waiter.join(0.2)
-            if time.monotonic() - last >= self.progress_every:
-                last = time.monotonic()
-                self.say(f"      {self.port.progress() or 'waiting for the arm and the recorder'}")
-        self._plan = None
-        result = outcome[0] if outcome else None
-        if isinstance(result, Exception):
-            raise StepFailedError(f"collect: {result}")
-        if result is None:
-            raise StepFailedError(f"collect: the plan ended without an outcome (logs in {s.logs})")
-        if result.status != 0:
-            raise StepFailedError(f"collect failed ({result.reason}; logs in {s.logs})", result.status)
-        self._check_stop()
-        if not (s.bag / "metadata.yaml").is_file():
-            raise StepFailedError(f"collect ended but {s.bag} holds no complete bag (logs in {s.logs})")
-
-    def _wait(self, plan):
-        try:
-            return plan.wait(self.settings.collect_timeout)
-        except DvrkIdentError as exc:
-            return exc
+        self._collect(GridCollection(s.arm, s.grid_file, s.bag, s.logs, self.env, s.use_sim_time, s.home_arm,
+                                     s.pose_stride, s.sweep_stride, s.collect_timeout), lambda: self.port.progress())
 
     def fit(self) -> tuple[str, int]:
         """Stage 2: the gc fit on the closed bag -> gc-<ARM>-<SN>.json."""

@@ -177,16 +177,15 @@ def sim_plan(values: dict[str, str]):
 
 
 def gc_calibration_plan(values: dict[str, str]):
-    """gc_calibration.launch.py: [simulated arm,] the safety net, the gc job (required); an arm without a gc
-    fit, or a grid found nowhere, is refused before any node starts."""
-    from dvrk_ident_ros.app.gc_calibration import CalibrationRefusedError, check_gc_arm, grid_path
+    """gc_calibration.launch.py: [simulated arm,] the safety net, the gravity job (required); an unknown arm, a grid
+    found nowhere or a PSM without its parameter file is refused before any node starts."""
+    from dvrk_ident_ros.app.gc_calibration import CalibrationRefusedError, check_job
     from dvrk_ident_ros.app.launcher import PlannedNode
 
-    values = {**values, **canonical_values(values, ("sim", "home_arm"), "arm")}
+    values = {**values, **canonical_values(values, ("sim", "home_arm", "hold_only"), "arm")}
     arm, sim = values["arm"], _is_true(values["sim"])
     try:
-        check_gc_arm(arm)
-        grid = grid_path(arm, values["grid_file"])
+        resolved = check_job(arm, values["grid_file"], values["parameter_file"], _is_true(values["hold_only"]))
     except CalibrationRefusedError as exc:
         raise LaunchArgumentError(str(exc)) from exc
     nodes = []
@@ -195,14 +194,18 @@ def gc_calibration_plan(values: dict[str, str]):
                                                    "use_sim_time": True}, name=f"simulated_arm_{arm}"))
     clock = {"use_sim_time": True} if sim else {}
     nodes.append(PlannedNode("gc_safety_net", {**clock, "arm": arm}, name=f"gc_safety_net_{arm}"))
-    nodes.append(PlannedNode("gc_calibration", {**clock, "arm": arm, "serial": values["serial"], "grid_file": str(grid),
+    nodes.append(PlannedNode("gc_calibration", {**clock, "arm": arm, "serial": values["serial"],
+                                                "grid_file": resolved["grid_file"],
                                                 "output_directory": values["output_directory"],
                                                 "home_arm": _is_true(values["home_arm"]),
                                                 "hold_poses": _integer(values, "hold_poses"),
                                                 "hold_time": _number(values, "hold_time"),
                                                 "pose_stride": _integer(values, "pose_stride"),
                                                 "sweep_stride": _integer(values, "sweep_stride"),
-                                                "orders": values["orders"]},
+                                                "orders": values["orders"],
+                                                "parameter_file": resolved["parameter_file"],
+                                                "refit_holds": _integer(values, "refit_holds"),
+                                                "hold_only": _is_true(values["hold_only"])},
                              name=f"gc_calibration_{arm}", required=True, stop_timeout=30.0))
     return nodes
 

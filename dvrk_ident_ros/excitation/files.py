@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 import yaml
 
-from dvrk_ident_ros.errors import DataError
+from dvrk_ident_ros.errors import DataError, DvrkIdentError
 from dvrk_ident_ros.excitation.fourier import FourierTrajectory
 from dvrk_ident_ros.files import read_document
 
@@ -115,6 +115,7 @@ def load_grid(path: str | Path, arm: str | None = None) -> dict:
     sweeps = raw.get("sweeps") or []
     if not isinstance(sweeps, list):
         raise DataError(f"{path}: sweeps must be a list")
+    joints = _grid_joints(arm if arm is not None else str(raw.get("arm", "")))
     for i, sweep in enumerate(sweeps):
         if not isinstance(sweep, dict):
             raise DataError(f"{path}: sweeps[{i}] must be a mapping")
@@ -122,6 +123,16 @@ def load_grid(path: str | Path, arm: str | None = None) -> dict:
             poses = np.asarray(sweep.get("poses", []), dtype=float)
         except (TypeError, ValueError):
             poses = np.empty((0, 0))  # ragged or not numbers
-        if poses.ndim != 2 or poses.shape[1] != 7 or not np.all(np.isfinite(poses)):
-            raise DataError(f"{path}: sweeps[{i}].poses must be a list of 7 finite numbers per pose")
+        if poses.ndim != 2 or poses.shape[1] != joints or not np.all(np.isfinite(poses)):
+            raise DataError(f"{path}: sweeps[{i}].poses must be a list of {joints} finite numbers per pose")
     return raw
+
+
+def _grid_joints(arm: str) -> int:
+    """The joints of a pose of ``arm``'s grid (its family's, a PSM's jaw included); 7 for an arm not known."""
+    from dvrk_ident_ros.arms import arm_spec
+
+    try:
+        return arm_spec(arm).dof
+    except DvrkIdentError:
+        return 7

@@ -50,6 +50,8 @@ class ArmClient:
         self.last_effort: tuple[float, np.ndarray] | None = None  # (its stamp, effort) of the last servo_jf
         self.history: list[tuple[float, np.ndarray]] = []  # (state stamp, position) while recording
         self.recording = False
+        self.setpoint: np.ndarray | None = None  # the position of the last setpoint_js
+        self.node.create_subscription(JointState, f"/{arm}/setpoint_js", self._on_setpoint, STATE_QOS)
         self.node.create_subscription(JointState, f"/{arm}/servo_jf", self._on_effort, STATE_QOS)
         self.operating = ArmStateMonitor(self.node, arm)  # /<ARM>/operating_state, state_command
         # /<ARM>/goal_reached, in order: True when a move_jp ended at its goal, False when it was cut short (the
@@ -75,6 +77,9 @@ class ArmClient:
         self._state_stamps.append(stamp_seconds(stamp))
         if self.recording:
             self.history.append((stamp_seconds(msg.header.stamp), self.state[1]))
+
+    def _on_setpoint(self, msg: JointState) -> None:
+        self.setpoint = np.asarray(msg.position, dtype=float)
 
     def _on_goal_reached(self, msg: Bool) -> None:
         self.goal_events.append(bool(msg.data))

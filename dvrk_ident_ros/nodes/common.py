@@ -140,7 +140,8 @@ def declare_parameters(node: Node, schema: NodeSchema,
 
     At run time an on-set callback refuses, with the reason, a value the schema refuses (rclpy refuses a
     wrong type, a value outside a range and a read-only parameter before it); a valid value of a ``runtime``
-    parameter goes to ``on_change[name](value)`` at once. Every runtime parameter needs a handler.
+    parameter goes to ``on_change[name](value)`` at once, which may refuse it by raising DvrkIdentError (the
+    reason is the answer's). Every runtime parameter needs a handler.
     """
     handlers = dict(on_change or {})
     if set(handlers) != set(schema.runtime()):
@@ -185,7 +186,11 @@ def declare_parameters(node: Node, schema: NodeSchema,
                 return SetParametersResult(successful=False, reason=str(exc))
             changes.append((spec.name, parameter.value))
         for name, value in changes:
-            handlers[name](value)
+            try:
+                handlers[name](value)
+            except DvrkIdentError as exc:  # the handler refused it: the parameter keeps its value
+                node.get_logger().error(f"parameter {name} not set to {render(value)}: {exc}")
+                return SetParametersResult(successful=False, reason=str(exc))
             node.get_logger().info(f"parameter {name} set to {render(value)}")
         return SetParametersResult(successful=True)
 

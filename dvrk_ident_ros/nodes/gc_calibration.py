@@ -1,17 +1,28 @@
-"""The whole gc job on one MTM: play the pose grid, record it, fit gc-<ARM>-<SN>.json, hold the arm with it
-and report the drift (the sequence: dvrk_ident_ros/app/gc_calibration.py; this node reads its parameters
-and gives the job the arm's topics). Exit status: 0 done, 2 refused before any motion, else the failed
-step's."""
+"""The whole gravity job on one arm. An MTM: play the pose grid, record it, fit gc-<ARM>-<SN>.json, hold the
+arm with it and report the drift (dvrk_ident_ros/app/gc_calibration.py). A PSM or an ECM: static holds, the
+identified gravity refitted to them, the console's kinematic_gc file, the hold test in position mode
+(dvrk_ident_ros/app/console_calibration.py). This node reads its parameters and gives the job the arm's
+topics. Exit status: 0 done, 2 refused before any motion, else the failed step's."""
 from __future__ import annotations
 
+import math
 import signal
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import rclpy
+from rcl_interfaces.msg import Parameter as ParameterMsg
+from rcl_interfaces.msg import ParameterType, ParameterValue
+from rcl_interfaces.srv import GetParameters, SetParameters
 from rclpy.signals import SignalHandlerOptions
 
+from dvrk_ident_ros.app.console_calibration import (
+    ConsoleCalibration,
+    ConsoleCalibrationSettings,
+    console_settings,
+)
 from dvrk_ident_ros.app.gc_calibration import (
     REFUSED,
     Calibration,
@@ -20,6 +31,7 @@ from dvrk_ident_ros.app.gc_calibration import (
     settings_from_parameters,
 )
 from dvrk_ident_ros.app.launcher import ros_environment, wait_for
+from dvrk_ident_ros.arms import arm_spec, canonical_arm
 from dvrk_ident_ros.errors import DvrkIdentError
 from dvrk_ident_ros.node_help import node_help, wants_help
 from dvrk_ident_ros.nodes.clients import ArmClient
@@ -34,6 +46,7 @@ STATE_FRESH = 0.5  # s: a valid measured_js older than this is no sign of a read
 REACH_TOLERANCE = 0.01
 SETTLED_TOLERANCE = 0.05
 READY_WAIT = 5.0  # s: a busy arm (its move ending) is waited for this long before the next move_jp
+READ_WINDOW = 0.25  # s: a held pose is the mean of the measured positions over this window
 
 
 class ClientPort:
@@ -114,6 +127,63 @@ class ClientPort:
     def end_hold(self) -> None:
         self.client.recording = False
 
+    def rest(self, seconds: float) -> tuple[np.ndarray, np.ndarray]:
+        """Wait ``seconds`` of the arm's state at rest; its measured position (the mean over the last
+        READ_WINDOW s) and its setpoint then."""
+        self.begin_hold()
+        try:
+            wait_for(lambda: self.recorded_until() > -math.inf, 10.0, "the arm's state")
+            start = self.recorded_until()
+            wait_for(lambda: self.recorded_until() >= start + seconds, seconds + 30.0,
+                     f"{seconds:g} s of the arm's state")
+        finally:
+            self.end_hold()
+        history = list(self.client.history)
+        end = history[-1][0]
+        measured = np.mean([q for t, q in history if t >= end - READ_WINDOW], axis=0)
+        setpoint = self.client.setpoint
+        if setpoint is None or setpoint.shape != measured.shape:
+            raise DvrkIdentError(f"no /{self.client.arm}/setpoint_js of {measured.size} joints: the sag cannot be "
+                                 "measured")
+        return measured, setpoint.copy()
+
+    def apply_kinematic_gc(self, path: Path, timeout: float = 10.0) -> str:
+        """Give the file to this arm's simulated arm (its ``kinematic_gc`` parameter); "" when it took it, else
+        why not (a dVRK console reads the file at start only: no node offers the parameter)."""
+        node = self.client.node
+        for name, namespace in node.get_node_names_and_namespaces():
+            full = f"{namespace.rstrip('/')}/{name}"
+            services = {service for service, _ in node.get_service_names_and_types_by_node(name, namespace)}
+            if name == node.get_name() or f"{full}/get_parameters" not in services:
+                continue
+            request = GetParameters.Request(names=["arm", "kinematic_gc"])
+            values = self._call(GetParameters, f"{full}/get_parameters", request, timeout)
+            if (values is None or len(values.values) != 2 or values.values[1].type != ParameterType.PARAMETER_STRING
+                    or values.values[0].string_value.upper() != self.client.arm):
+                continue  # not a simulated arm, or another arm's
+            value = ParameterValue(type=ParameterType.PARAMETER_STRING, string_value=str(path))
+            request = SetParameters.Request(parameters=[ParameterMsg(name="kinematic_gc", value=value)])
+            answer = self._call(SetParameters, f"{full}/set_parameters", request, timeout)
+            if answer is None:
+                return f"{full} did not answer set_parameters within {timeout:g} s"
+            result = answer.results[0]
+            return "" if result.successful else f"{full} refused it: {result.reason}"
+        return (f"no simulated {self.client.arm} offers kinematic_gc: a dVRK console reads the file at start "
+                "only")
+
+    def _call(self, kind, service: str, request, timeout: float):
+        client = self.client.node.create_client(kind, service)
+        try:
+            if not client.wait_for_service(timeout_sec=timeout):
+                return None
+            future = client.call_async(request)
+            deadline = time.monotonic() + timeout
+            while not future.done() and time.monotonic() < deadline:
+                time.sleep(0.01)
+            return future.result() if future.done() else None
+        finally:
+            self.client.node.destroy_client(client)
+
     def progress(self) -> str | None:
         status = self.client.player_status
         if status is None or status.phase == PlayerPhase.IDLE:
@@ -147,7 +217,9 @@ def main(args: list[str] | None = None) -> int:
         return 0
     try:
         values, name = _parameters(args)
-        settings = settings_from_parameters(values)
+        arm = canonical_arm(str(values["arm"]))
+        console = arm_spec(arm).console_gc is not None  # a PSM or an ECM: the console's own file
+        settings = console_settings({**values, "arm": arm}) if console else settings_from_parameters(values)
     except (CalibrationRefusedError, DvrkIdentError) as exc:
         print(f"error: {exc}", flush=True)
         return REFUSED
@@ -160,8 +232,13 @@ def main(args: list[str] | None = None) -> int:
               "stand-in)", flush=True)
         return REFUSED
     with ArmClient(settings.arm, name) as client:
-        job = Calibration(settings, ClientPort(client), env=ros_environment(isolated=False),
-                          say=lambda line: print(line, flush=True))
+        job: Calibration | ConsoleCalibration
+        if isinstance(settings, ConsoleCalibrationSettings):
+            job = ConsoleCalibration(settings, ClientPort(client), env=ros_environment(isolated=False),
+                                     say=lambda line: print(line, flush=True))
+        else:
+            job = Calibration(settings, ClientPort(client), env=ros_environment(isolated=False),
+                              say=lambda line: print(line, flush=True))
         for s in (signal.SIGINT, signal.SIGTERM):
             signal.signal(s, lambda signum, _frame: job.request_stop(f"{signal.Signals(signum).name} received"))
         start = time.monotonic()

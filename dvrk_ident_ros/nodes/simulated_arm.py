@@ -129,7 +129,7 @@ class SimulatedArmNode(Node):
     def __init__(self) -> None:
         super().__init__("simulated_arm")
         # types, ranges and choices checked there (publish_rate 1..1000 Hz, clock_rate 1..10000 Hz, ...)
-        params = declare_parameters(self, PARAMETERS)
+        params = declare_parameters(self, PARAMETERS, on_change={"kinematic_gc": self._set_kinematic_gc})
         self.arm = check_arm_name(params["arm"])
         self.publish_rate = float(params["publish_rate"])
         physics_rate = float(params["physics_rate"])
@@ -259,21 +259,37 @@ class SimulatedArmNode(Node):
             f"simulated {self.arm} ({spec.model}, dVRK {dvrk_version}, true parameters {config.parameter_file.name}): "
             f"{self.sim.status.describe()}, built-in gravity compensation "
             f"{'on' if self.sim.builtin_gravity_compensation else 'off'}"
-            + (f" (the console's chain {params['kinematic_gc']})" if kinematic_gc is not None else "")
+            + (f" (the console's chain {params['kinematic_gc'] or 'shipped with the console'})"
+               if kinematic_gc is not None else "")
             + f"; state at {self.publish_rate:g} Hz, "
             f"physics at {physics_rate:g} Hz, "
             + (f"publishing /clock at {self.clock_rate:g} Hz (real-time factor {self.real_time_factor or 'max'})"
                if self.publish_clock else "wall-clock time")
             + f"; servo_jp taken {'on arrival' if servo_timing == 'arrival' else 'at its stamp'}")
 
+    def _set_kinematic_gc(self, value: object) -> None:
+        """Run time: the chain checked and applied from the next control step (DvrkIdentError: refused, the old
+        chain kept)."""
+        chain = self._kinematic_gc(str(value), self.sim.dvrk_version)
+        with self._lock:
+            self.sim.set_console_gc(chain)
+
     def _kinematic_gc(self, value: str, dvrk_version: str):
         """The console's gravity chain: the file named; "" = the console's own default (a dVRK 2.4 Si arm's
         shipped physical file, as the console loads it; none for a Classic arm); "none" = none."""
         if value.strip().lower() == "none":
             return None
-        if value:
-            return load_chain(value)
         spec = arm_spec(self.arm)
+        if value:
+            chain = load_chain(value)
+            if spec.console_gc is None:
+                raise DvrkIdentError(f"kinematic_gc {value}: the console compensates no {spec.family} with a "
+                                     "physical-DH file (PSM and ECM only)")
+            expected = len(load_chain(spec.console_gc).links)
+            if len(chain.links) != expected:
+                raise DvrkIdentError(f"kinematic_gc {value}: {len(chain.links)} links, the {spec.family}'s chain "
+                                     f"has {expected} (the console refuses it)")
+            return chain
         if spec.generation == "si" and spec.console_gc is not None and dvrk_version == "2.4":
             return load_chain(spec.console_gc)
         return None

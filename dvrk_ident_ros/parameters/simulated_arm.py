@@ -39,7 +39,8 @@ SCHEMA = NodeSchema("simulated_arm", (
     Parameter("kinematic_gc", Kind.STRING, "",
               "dVRK 2.4 PSM/ECM: the console's physical-DH gravity file (dvrk-ident export kinematic-gc) applied "
               "as the console does (PID feed forward, every mode; use_gravity_compensation turns it off); \"\" = "
-              "the console's default (a Si arm's shipped physical file, none for a Classic arm); none = none"),
+              "the console's default (a Si arm's shipped physical file, none for a Classic arm); none = none; at "
+              "run time: from the next control step (a console reads it at start only)", runtime=True),
     Parameter("noise", Kind.BOOL, True, "Encoder quantisation and effort noise like a real arm; false = exact"),
     Parameter("seed", Kind.INTEGER, 0, "Seed of the noise generator", minimum=0),
 ))

@@ -561,6 +561,18 @@ class SimulatedArm:
         self._static_at = q_motor.copy()
         return self._static
 
+    def set_console_gc(self, chain: ConsoleChain | None) -> None:
+        """Apply another ``kinematic_gc`` chain (None: none) from the next control step. The console reads its
+        file at start only; the simulated arm takes it live, for a calibration's hold test with the new file.
+        A chain turns the built-in compensation on, as the console's configuration does."""
+        if chain is not None and self.dvrk_version != "2.4":
+            raise DvrkIdentError(f"kinematic_gc is an input of the dVRK 2.4 console, not of {self.dvrk_version}")
+        self.console_gc = chain
+        self._pitch = mounting_pitch_of(self.model.description.gravity) + 0.0 if chain is not None else 0.0
+        self._compensation_at = None
+        self.builtin_gravity_compensation = (chain is not None
+                                             or builtin_compensation_at_start(self.config, self.dvrk_version))
+
     def compensation_torque(self, q_motor: np.ndarray) -> np.ndarray:
         """What the dVRK's own compensation applies while on, dVRK space: the console's chain (kinematic_gc)
         at the measured joints, or a perfect one (the truth's gravity, springs and cable: the MTM's file)."""
