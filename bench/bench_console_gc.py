@@ -73,8 +73,9 @@ def hold_poses(config, chain: ConsoleChain | None, goals: np.ndarray, joints: in
 
 
 def shipped_chain(spec) -> ConsoleChain | None:
-    """The console's own default chain of a Si arm (its hand-set masses: on by default); None for a Classic."""
-    return load_chain(spec.console_gc) if spec.generation == "si" and spec.console_gc else None
+    """The console's own default chain (a Si arm's hand-set masses, a Classic ECM's endoscope: on by default);
+    None for a Classic PSM."""
+    return load_chain(spec.console_gc_default) if spec.console_gc_default else None
 
 
 def identified(family: str) -> tuple[np.ndarray, str]:
@@ -122,7 +123,7 @@ def identified_chain(family: str) -> tuple[ConsoleChain, str]:
     grid = holds_grid(config.spec.names[0], arm.checker, poses=PSM_HOLDS, seed=11, approach="both_sides",
                       settle=PSM_HOLD_SETTLE, samples=PSM_HOLD_SAMPLES)
     holds = static_holds(arm, np.asarray(grid["sweeps"][0]["poses"]), settle=PSM_HOLD_SETTLE,
-                         samples=PSM_HOLD_SAMPLES, builtin=config.spec.generation == "si")
+                         samples=PSM_HOLD_SAMPLES, builtin=config.spec.console_gc_default is not None)
     refit = refit_gravity(config.model, delta, holds.q, holds.effort)
     joints = load_chain(config.spec.console_gc).joints_given
     export = fit_console_chain(config.model, refit.delta, config.spec, refit.after[:joints],

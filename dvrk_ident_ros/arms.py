@@ -5,12 +5,14 @@ names of the family (``names``: MTML, MTMR), the joint published on its own ``/<
 (``jaw``), the gripper topic, whether the dVRK has its own gravity compensation on it, the estimators
 and compensations that apply, the compensation's torque limits, the default excitation trajectory and
 base frequency, the simulator's configuration, the template of the dVRK console's own gravity chain
-(``console_gc``, for ``kinematic_gc``). :func:`arm_spec` gives them as an :class:`ArmSpec`;
+(``console_gc``, for ``kinematic_gc``) and the chain the console loads without one (``console_gc_default``).
+:func:`arm_spec` gives them as an :class:`ArmSpec`;
 nodes, launch files, the service, the CLI and the simulator read them there and nowhere else.
 
 Search path: the package's ``config/`` directory, then every directory of the environment variable
 ``DVRK_IDENT_ARM_PATH`` (``dir1:dir2``, as PATH): an arm that exists only as YAML files in such a
-directory is used with no code change. An arm name claimed by two files is an error.
+directory is used with no code change. An arm name claimed by two files of one generation is an error, and so is
+a family or model named as an arm (an arm name means a family by the generation).
 
 Arm names are case-insensitive in (``psm1``, ``Psm1``) and canonical out (``PSM1``, the name the dVRK
 uses in its topics): every node, launch file and service reads them through :func:`canonical_arm`.
@@ -60,6 +62,7 @@ class ArmSpec:
     simulation: Path | None  # the simulated arm's configuration (servo, noise, true parameters)
     models: tuple[str, ...]  # the descriptions of this family: ``model`` first, then others (psm_simplified)
     console_gc: Path | None = None  # the dVRK console's physical-DH gravity chain (kinematic_gc): its template
+    console_gc_default: Path | None = None  # the chain the console loads without kinematic_gc (None: no gravity)
     generation: str = "classic"  # classic or si: the family an arm name shared by both means (GENERATION_VARIABLE)
 
     @property
@@ -203,6 +206,13 @@ def _registry(directories: tuple[Path, ...]) -> tuple[ArmSpec, ...]:
                                            f"{owner[name]}")
                 owner[name] = path
             specs.append(spec)
+    arm_names = {name: spec for spec in specs for name in spec.names}
+    for spec in specs:  # an arm name means a family by the generation: a family or model by that name would not
+        clash = next((n for n in (spec.family, *(m.upper() for m in spec.models)) if n in arm_names), None)
+        if clash is not None:
+            raise DescriptionError(f"{spec.description}: {SECTION}: {clash} names this family or model and an arm "
+                                   f"of {arm_names[clash].family}: give the family another name (e.g. "
+                                   f"{clash}_CLASSIC)")
     return tuple(specs)
 
 
@@ -279,4 +289,4 @@ def _parse(path: Path, raw: dict[str, Any], spec: dict[str, Any]) -> ArmSpec:
         estimators=names("estimators", estimator_names()), compensations=names("compensations", compensation_names()),
         compensation_torque_limit=limits, trajectory=relative("trajectory"), base_frequency=float(frequency),
         simulation=relative("simulation"), models=(model, *(m.lower() for m in names("models", required=False))),
-        console_gc=relative("console_gc"), generation=generation)
+        console_gc=relative("console_gc"), console_gc_default=relative("console_gc_default"), generation=generation)

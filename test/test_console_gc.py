@@ -137,7 +137,7 @@ def _assert_frames_match(model_name: str, template: str, q: np.ndarray, pairs: t
     names = [frame.name for frame in model.description.frames]
     chain = load_chain(CONFIG / "console_gc" / template)
     T = model.forward_kinematics(model.motor_from_dvrk(q))
-    R, p = chain.frames(q[:, :3] @ chain.map.to_chain.T)
+    R, p = chain.frames(q[:, :chain.map.to_chain.shape[1]] @ chain.map.to_chain.T)
     for link, frame in pairs:
         k = names.index(frame)
         assert np.max(np.abs(T[:, k, :3, 3] - p[:, link])) < position, frame
@@ -360,6 +360,31 @@ def test_the_ecm_si_description_is_the_console_s_own_chain_and_its_endoscope_mas
     assert np.sqrt(np.mean(error ** 2, axis=0)) == pytest.approx(fit.rms[:3], rel=1e-6, abs=1e-12)
     # the endoscope's true mass is not the console's 1.8 kg: only its centre moves; what is left is printed
     print(f"ECM Si chain residual RMS (N m, N): {fit.rms}")
+
+
+def test_the_classic_ecm_description_is_the_console_s_chain_and_the_file_holds_its_truth():
+    """config/ecm_classic.yaml is ECM.json's chain (the console's default Classic chain, 4 links: frames 1-4 at
+    any pose, gravity for the mounting pitch -45 deg); the console's default carries only the endoscope's 1.5 kg; a fit
+    keeps that mass and reproduces the simulated Classic ECM's true gravity through the transcription (the
+    console passes the measured joints, roll included, straight to CCG)."""
+    from dvrk_ident_ros.model.arm_model import load_model
+    from dvrk_ident_ros.sim.config import load_sim_config
+
+    model = load_model("ecm_classic")
+    rng = np.random.default_rng(9)
+    q = np.column_stack([rng.uniform(-1.4, 1.4, 200), rng.uniform(-0.7, 1.05, 200), rng.uniform(0.01, 0.24, 200),
+                         rng.uniform(-1.4, 1.4, 200)])
+    _assert_frames_match("ecm_classic", "ecm_classic.json", q, ((0, "1"), (1, "2"), (2, "3"), (3, "4")), 1e-9, 1e-9)
+    pitch = mounting_pitch_of(model.description.gravity)
+    assert pitch == pytest.approx(-math.pi / 4, abs=1e-6)
+    default = load_chain(CONFIG / "console_gc" / "ecm_classic_default.json")
+    assert [link.mass for link in default.links] == [0.0, 0.0, 1.5, 0.0]
+    template = load_chain(CONFIG / "console_gc" / "ecm_classic.json")
+    gravity = model.gravity(model.motor_from_dvrk(q), load_sim_config("ecm_classic").delta) @ model.A_inv
+    fit = fit_moments(template, q[:100], gravity[:100], q[100:], gravity[100:], pitch)
+    assert fit.chain.links[2].mass == 1.5
+    console = np.array([console_efforts(list(fit.chain.links), row, pitch) for row in q[100:]])
+    assert np.max(np.abs(console - gravity[100:])) < 1e-5, np.max(np.abs(console - gravity[100:]), axis=0)
 
 
 @pytest.mark.ros

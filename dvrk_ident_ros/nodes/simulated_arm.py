@@ -276,7 +276,8 @@ class SimulatedArmNode(Node):
 
     def _kinematic_gc(self, value: str, dvrk_version: str):
         """The console's gravity chain: the file named; "" = the console's own default (a dVRK 2.4 Si arm's
-        shipped physical file, as the console loads it; none for a Classic arm); "none" = none."""
+        shipped physical file, a Classic ECM's chain with its endoscope's mass, as the console loads it; none for
+        a Classic PSM); "none" = none."""
         if value.strip().lower() == "none":
             return None
         spec = arm_spec(self.arm)
@@ -290,8 +291,8 @@ class SimulatedArmNode(Node):
                 raise DvrkIdentError(f"kinematic_gc {value}: {len(chain.links)} links, the {spec.family}'s chain "
                                      f"has {expected} (the console refuses it)")
             return chain
-        if spec.generation == "si" and spec.console_gc is not None and dvrk_version == "2.4":
-            return load_chain(spec.console_gc)
+        if spec.console_gc_default is not None and dvrk_version == "2.4":
+            return load_chain(spec.console_gc_default)
         return None
 
     # -- events: operating state, goal reached, "arm not ready" ---------------------------
