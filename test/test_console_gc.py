@@ -354,6 +354,7 @@ def test_the_ecm_si_description_is_the_console_s_own_chain_and_its_endoscope_mas
     gravity = model.gravity(model.motor_from_dvrk(q), config.delta) @ model.A_inv
     fit = fit_moments(template, q[:100], gravity[:100], q[100:], gravity[100:], pitch)
     assert fit.chain.links[5].mass == template.links[5].mass == 1.8
+    assert fit.reachable.tolist() == [True, True, True, False]  # the console's map gives the roll 0
     console = np.array([console_efforts(list(fit.chain.links), row, pitch) for row in q[100:]])
     assert np.all(console[:, 3] == 0.0)
     error = console[:, :3] - gravity[100:, :3]
@@ -383,6 +384,7 @@ def test_the_classic_ecm_description_is_the_console_s_chain_and_the_file_holds_i
     gravity = model.gravity(model.motor_from_dvrk(q), load_sim_config("ecm_classic").delta) @ model.A_inv
     fit = fit_moments(template, q[:100], gravity[:100], q[100:], gravity[100:], pitch)
     assert fit.chain.links[2].mass == 1.5
+    assert fit.reachable.tolist() == [True, True, True, False]  # no link with mass turns with the roll
     console = np.array([console_efforts(list(fit.chain.links), row, pitch) for row in q[100:]])
     assert np.max(np.abs(console - gravity[100:])) < 1e-5, np.max(np.abs(console - gravity[100:]), axis=0)
 

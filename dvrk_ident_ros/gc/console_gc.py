@@ -284,6 +284,7 @@ class MomentFit:
     chain: ConsoleChain
     rms: np.ndarray  # per arm joint read, N m (N), over the check poses
     worst: np.ndarray  # largest |error| per joint over the check poses
+    reachable: np.ndarray  # per joint: whether a link with mass gives it an effort (not: the console gives it 0)
 
 
 def fit_moments(template: ConsoleChain, q_fit: np.ndarray, target_fit: np.ndarray, q_check: np.ndarray,
@@ -331,4 +332,7 @@ def fit_moments(template: ConsoleChain, q_fit: np.ndarray, target_fit: np.ndarra
             moments[4 * i] = x0[4 * i]
     chain = template.with_moments(moments)
     error = chain.torques(q_check, mounting_pitch) - np.asarray(target_check, dtype=float)[:, :k]
-    return MomentFit(chain, np.sqrt(np.mean(error ** 2, axis=0)), np.max(np.abs(error), axis=0))
+    columns = [4 * i + c for i in range(len(template.links))
+               if i in fitted or i == template.map.endoscope_link for c in range(4)]
+    reachable = np.abs(Y[:, :, columns]).max(axis=(0, 2)) > 0.0
+    return MomentFit(chain, np.sqrt(np.mean(error ** 2, axis=0)), np.max(np.abs(error), axis=0), reachable)
