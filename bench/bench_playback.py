@@ -1,7 +1,9 @@
 """Issue 18 acceptance (playback on the wall clock): the shipped MTM and PSM trajectories through the
 trajectory player on the wall-clock simulated arms (real time, no /clock, as a real arm runs), 3 times
-each in a row, at arm rates of 100 Hz (the bridge's default) and 1 kHz, with the machine loaded by one
-busy process.
+each in a row, at arm rates of 100 Hz (the bridge's default) and 1 kHz, with the machine loaded by busy
+processes (DVRK_IDENT_BENCH_PLAYBACK_BUSY, default 2: issue 36's acceptance), the simulated arm taking a
+streamed servo_jp as its ``servo_timing`` default says (arrival, as the dVRK) or as
+DVRK_IDENT_BENCH_PLAYBACK_TIMING says (stamp: the gentler replay, the baseline).
 
 Per run: whether it played to the end, the largest tracking error per joint (the player's own check:
 measured position against the setpoint the arm had been sent at the state's stamp), and the stream's
@@ -87,8 +89,11 @@ def _arm_rate(arm: str, family: str, rate: float, runs: int, logs: Path, env: di
     if played_limits is not None:
         print(f"  {arm}: measuring with tracking limits x{scale:g}: {played_limits}")
     results = []
-    with NodeProcess("simulated_arm", {"arm": arm, "publish_rate": rate, "initial_state": "HOMED"},
-                     log_dir=logs, env=env, name=f"sim_{arm}_{int(rate)}") as sim:
+    timing = os.environ.get("DVRK_IDENT_BENCH_PLAYBACK_TIMING", "").strip().lower()
+    sim_parameters: dict = {"arm": arm, "publish_rate": rate, "initial_state": "HOMED"}
+    if timing:
+        sim_parameters["servo_timing"] = timing
+    with NodeProcess("simulated_arm", sim_parameters, log_dir=logs, env=env, name=f"sim_{arm}_{int(rate)}") as sim:
         time.sleep(3.0)  # imports, discovery
         for run in range(1, runs + 1):
             r = _play(arm, trajectory, logs, env, run, played_limits)
@@ -106,7 +111,7 @@ def _arm_rate(arm: str, family: str, rate: float, runs: int, logs: Path, env: di
         sim.stop()
         summary = [line for line in sim.log_path.read_text(errors="replace").splitlines()
                    if "simulated on the wall clock" in line]
-        print("    load average (1, 5, 15 min; 2 cores, the busy process counts 1): "
+        print("    load average (1, 5, 15 min; 2 cores, each busy process counts 1): "
               + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
         print(f"    simulated {arm}: " + (summary[-1].split(": ", 1)[-1] if summary else sim.tail(2)))
     measured = [r["errors"] for r in results if "errors" in r]
@@ -124,9 +129,11 @@ def run() -> bool:
     wanted = os.environ.get("DVRK_IDENT_BENCH_PLAYBACK_ARMS", "MTML,PSM1").upper().split(",")
     arms = [(arm, family) for arm, family in ARMS if arm in wanted]
     env = ros_environment(79)
-    busy = _busy()
-    print(f"  wall-clock simulated arms (no /clock), {runs} runs in a row per arm and rate, the player with its "
-          f"defaults (stream 500 Hz), one busy process (pid {busy.pid}) loading the machine", flush=True)
+    busy = [_busy() for _ in range(int(os.environ.get("DVRK_IDENT_BENCH_PLAYBACK_BUSY", "2")))]
+    timing = os.environ.get("DVRK_IDENT_BENCH_PLAYBACK_TIMING", "") or "the simulated arm's default"
+    print(f"  wall-clock simulated arms (no /clock), servo_jp timing {timing}, {runs} runs in a row per arm and "
+          f"rate, the player with its defaults (stream 500 Hz), {len(busy)} busy processes loading the machine",
+          flush=True)
     ok = True
     logs = Path(tempfile.mkdtemp(prefix="dvrk_ident_bench_playback_"))
     print(f"  node logs in {logs}", flush=True)
@@ -135,7 +142,8 @@ def run() -> bool:
             for arm, family in arms:
                 ok &= _arm_rate(arm, family, rate, runs, logs / f"{arm}_{int(rate)}", env)
     finally:
-        busy.kill()
-        busy.wait()
+        for process in busy:
+            process.kill()
+            process.wait()
     print(f"  every run played to the end: {ok}")
     return bool(ok)

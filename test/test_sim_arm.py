@@ -380,6 +380,30 @@ def test_on_arrival_a_setpoint_is_taken_and_held_as_the_dvrk_does(psm_config):
         SimulatedArm(psm_config, servo_timing="interpolated")
 
 
+def test_on_arrival_a_setpoint_waits_for_the_instant_it_reached_the_arm(psm_config):
+    """``received`` (the node's: the sender's stamp plus the delivery, never after the simulator took it up): a
+    setpoint that reached the arm ahead of the simulated time waits for that instant, then is held as it came
+    (no carry forward); one that reached it before now is taken at once; a reception time on another clock is
+    no reception time."""
+    arm = SimulatedArm(psm_config, noise=False, servo_timing="arrival")
+    start = arm.q_ref.copy()
+    goal = start + np.where(np.arange(7) == 0, 0.01, 0.0)
+    speed = np.where(np.arange(7) == 0, 0.5, 0.0)
+    arm.servo_jp(goal, speed, received=arm.time + 0.003)
+    assert arm.pending_servo == 1 and np.array_equal(arm.q_ref, start)
+    arm.advance(0.002)
+    assert arm.pending_servo == 1 and np.array_equal(arm._reference()[0], start)  # not yet
+    arm.advance(0.002)
+    assert arm.pending_servo == 0 and np.array_equal(arm._reference()[0], goal)
+    arm.advance(0.02)
+    assert np.array_equal(arm._reference()[0], goal)  # held as it came
+    later = goal + np.where(np.arange(7) == 0, 0.01, 0.0)
+    arm.servo_jp(later, speed, received=arm.time - 0.004)  # reached the arm 4 ms ago: taken now, not carried
+    assert arm.pending_servo == 0 and np.array_equal(arm._reference()[0], later)
+    arm.servo_jp(goal, received=arm.time + 5.0)  # another clock: taken now
+    assert arm.pending_servo == 0 and np.array_equal(arm._reference()[0], goal)
+
+
 # -- a stamped stream (servo_timing "stamp"): obeyed at the stamps' instants, the PSM's arm and jaw streams merged --
 
 def test_stamped_setpoints_are_obeyed_at_their_stamps(psm_config):

@@ -33,20 +33,20 @@ Time. The physics and the publishing run in a loop of their own (the main
 thread, on absolute deadlines: ``sim/pacing.py``); the commands are served by
 the executor in a second thread. The event commands (state_command, the teleop
 stand-in, the fault hook) are subscribed with depth 1 as the bridge does. With
-``servo_timing`` arrival a ``servo_jp`` (``jaw/servo_jp``) is taken when it
-arrives and held until the next, as the dVRK takes it, the motion topics at
-depth 1 too; with stamp (the default, gentler than a real arm) it is obeyed at
-the simulated instant of its stamp (at once if that has passed), so the arm
-follows a stream as it was sent, whatever the delivery and scheduling jitter
-(the motion topics then keep 100 messages): the jitter of this Python
-simulator's own command thread on a loaded host, which a real arm's C++ bridge
-does not have, would otherwise reach the arm (README.md, "The simulated arm").
+``servo_timing`` arrival (the default) a ``servo_jp`` (``jaw/servo_jp``) is
+taken at the instant it reached the arm and held until the next, as the dVRK
+takes it, the motion topics at depth 1 too; that instant is its sender's stamp
+plus ``DELIVERY``, never after this process took it up, so the jitter of this
+Python simulator's own command thread on a loaded host, which a real arm's C++
+bridge does not have, is not the stream's (README.md, "The simulated arm").
+With stamp (gentler than a real arm) it is obeyed at the simulated instant of
+its stamp, carried forward between samples, so the arm follows a stream as it
+was sent whatever the jitter (the motion topics then keep 100 messages).
 
 - Wall clock (the default, like a real arm): a state period every
-  1/``publish_rate`` s, stamped with the wall time it stands for (with
-  servo_timing stamp simulated 2 ms behind real time, so that a command is in
-  before its stamp's instant is simulated: the state is published 2 ms after
-  its stamp). A period
+  1/``publish_rate`` s, stamped with the wall time it stands for (simulated
+  2 ms behind real time, so that a command is in before the instant it stands
+  for is simulated: the state is published 2 ms after its stamp). A period
   the loop was late for is caught up in the next integration (counted: a real
   arm's time does not stop); a lag over ``max(2 periods, 50 ms)`` is a stall
   (the process was not scheduled): caught up too, counted, and a throttled
@@ -96,7 +96,7 @@ from dvrk_ident_ros.nodes.common import (
     shutdown_requested,
 )
 from dvrk_ident_ros.parameters.simulated_arm import SCHEMA as PARAMETERS
-from dvrk_ident_ros.sim.arm import Sample, SimulatedArm
+from dvrk_ident_ros.sim.arm import SERVO_CLOCK, Sample, SimulatedArm
 from dvrk_ident_ros.sim.config import load_sim_config
 from dvrk_ident_ros.sim.operating import ArmNotReadyError
 from dvrk_ident_ros.sim.pacing import RealTimePacer, WallClockSchedule
@@ -112,6 +112,9 @@ WALL_MAX_LAG = 0.5  # s: a wall-clock lag up to this is caught up, a longer one 
 #: s: on the wall clock the physics runs this far behind real time, so that a stamped command (delivered in about
 #: 0.5 ms) is in before its instant is simulated; a state is published this long after the instant its stamp gives
 WALL_DELAY = 0.002
+#: s: a command's delivery on one host (publisher to subscriber), added to its stamp as the instant it reached the
+#: arm (servo_timing arrival)
+DELIVERY = 0.0005
 #: s: a frozen sample's stamp, published again, varies this much either way (the bridge's two clock reads)
 FROZEN_STAMP_JITTER = 5e-6
 CATCH_UP_YIELD = 0.0  # s: before catching up, the loop yields (GIL, CPU) so the command thread takes what arrived
@@ -209,7 +212,13 @@ class SimulatedArmNode(Node):
             name = topic if absolute else f"/{self.arm}/{topic}"
             self.create_subscription(msg_type, name, guarded(self, topic, locked(topic, callback)), qos)
 
-        sub("servo_jp", JointState, self._servo_jp)
+        def timed(topic: str, callback) -> None:
+            """A motion stream: ``callback(msg, served)``, ``served`` the wall time (s) this process took it up."""
+            inner = guarded(self, topic, locked(topic, lambda pair: callback(*pair)))
+            self.create_subscription(JointState, f"/{self.arm}/{topic}", lambda msg: inner((msg, time.time())),
+                                     stream_qos)
+
+        timed("servo_jp", self._servo_jp)
         sub("move_jp", JointState, self._move_jp)
         sub("servo_jf", JointState, self._servo_jf)
         sub("use_gravity_compensation", Bool, lambda msg: self.sim.use_gravity_compensation(msg.data))
@@ -232,7 +241,7 @@ class SimulatedArmNode(Node):
                                       f"the arm stays {initial_state}")
         if spec.jaw:
             sub("emulate_tool_present", Bool, lambda msg: self.sim.emulate_tool_present(msg.data), COMMAND_QOS)
-            sub("jaw/servo_jp", JointState, self._jaw_servo_jp)
+            timed("jaw/servo_jp", self._jaw_servo_jp)
             sub("jaw/move_jp", JointState, self._jaw_move_jp)
             sub("jaw/servo_jf", JointState, self._jaw_servo_jf)
         self._jaw_effort = 0.0
@@ -245,10 +254,10 @@ class SimulatedArmNode(Node):
         # /clock: a stall longer than two state periods slips (sim/pacing.py)
         max_step = 2.0 / self.publish_rate
         self._pacer = RealTimePacer(self.real_time_factor, max_step / (self.real_time_factor or 1.0))
-        # by stamp, the physics runs WALL_DELAY behind so that a command is in before its instant; on arrival
-        # (the dVRK) a state stands for the instant it is published
+        # the physics runs WALL_DELAY behind so that a command is in before the instant it stands for (its stamp, or
+        # its stamp plus the delivery on arrival)
         self._schedule = WallClockSchedule(1.0 / self.publish_rate, WALL_MAX_LAG, max(max_step, WALL_STALL),
-                                           delay=WALL_DELAY if servo_timing == "stamp" else 0.0)
+                                           delay=WALL_DELAY)
         self._stamp_origin = SIM_EPOCH  # stamp (s) of simulated time 0: SIM_EPOCH on /clock, wall time else
         self._sim_time = 0.0  # simulated time of the last state published
         self.publish_failures = 0  # state samples the middleware refused
@@ -363,13 +372,14 @@ class SimulatedArmNode(Node):
             return arr
         return np.append(arr, reference[self.arm_joints:])
 
-    def _servo_jp(self, msg: JointState) -> None:
+    def _servo_jp(self, msg: JointState, served: float) -> None:
         self.sim.require_ready("servo_jp")
         q_ref, qd_ref = self.sim.servo_reference()
         velocity = self._with_jaw(msg.velocity, qd_ref) if len(msg.velocity) else None
         joints = None if self.arm_joints == self.sim.dof or len(msg.position) != self.arm_joints \
             else np.arange(self.arm_joints)
-        self.sim.servo_jp(self._with_jaw(msg.position, q_ref), velocity, at=self._command_time(msg), joints=joints)
+        self.sim.servo_jp(self._with_jaw(msg.position, q_ref), velocity, at=self._command_time(msg), joints=joints,
+                          received=self._reception_time(served, msg))
 
     def _move_jp(self, msg: JointState) -> None:
         self.sim.require_ready("move_jp")
@@ -395,13 +405,14 @@ class SimulatedArmNode(Node):
             raise DvrkIdentError(f"jaw {field}: {value}")
         return value
 
-    def _jaw_servo_jp(self, msg: JointState) -> None:
+    def _jaw_servo_jp(self, msg: JointState, served: float) -> None:
         self.sim.require_ready("jaw/servo_jp")
         q_ref, qd_ref = self.sim.servo_reference()  # the arm's joints keep their setpoint
         q, qd = q_ref.copy(), qd_ref.copy()
         q[self.jaw] = self._jaw(msg, "position")
         qd[self.jaw] = self._jaw(msg, "velocity") if len(msg.velocity) else 0.0
-        self.sim.servo_jp(q, qd, at=self._command_time(msg), joints=[self.jaw])
+        self.sim.servo_jp(q, qd, at=self._command_time(msg), joints=[self.jaw],
+                          received=self._reception_time(served, msg))
 
     def _jaw_move_jp(self, msg: JointState) -> None:
         self.sim.require_ready("jaw/move_jp")
@@ -416,6 +427,18 @@ class SimulatedArmNode(Node):
             effort = self.sim.effort_command.copy()
             effort[self.jaw] = self._jaw_effort
             self.sim.servo_jf(effort)
+
+    def _reception_time(self, served: float, msg) -> float:
+        """The simulated instant a streamed command reached the arm, as a real arm's bridge takes it: its sender's
+        stamp (the instant it was published) plus ``DELIVERY``, but never after this process took it up
+        (``served``, wall s: on the wall clock simulated time is the wall's, ``_stamp_origin`` behind; under
+        /clock the physics' time): so this simulator's own command-thread delay, which a real arm's C++ bridge
+        does not have, is not the stream's. Without a stamp on this clock: when it was taken up."""
+        now = self.sim.time if self.publish_clock else served - self._stamp_origin
+        stamp = self._command_time(msg)
+        if stamp is None or not -SERVO_CLOCK <= now - stamp <= SERVO_CLOCK:
+            return now
+        return min(stamp + DELIVERY, now)
 
     # -- time and state -------------------------------------------------------------
     def _advance(self, seconds: float) -> None:
@@ -625,11 +648,10 @@ class SimulatedArmNode(Node):
             return (f"; {late.size} servo_jp obeyed {1e3 * np.median(late):.1f} ms after their stamps (median; p99 "
                     f"{1e3 * np.percentile(late, 99):.1f} ms, max {1e3 * late.max():.1f} ms), "
                     f"{self.sim.stale_servo} stale" + failures)
-        # on arrival: the physics runs a state period at a time, so it is behind the wall clock when one arrives
-        ahead = -late
-        return (f"; {late.size} servo_jp taken on arrival, the simulated time {1e3 * np.median(ahead):.1f} ms behind "
-                f"their stamps then (median; p99 {1e3 * np.percentile(ahead, 99):.1f} ms, max "
-                f"{1e3 * ahead.max():.1f} ms)" + failures)
+        # on arrival: 0 when the physics reached the instant the setpoint reached the arm after it was served
+        return (f"; {late.size} servo_jp taken on arrival, {100 * np.mean(late > 0):.1f} % after the instant they "
+                f"reached the arm (by median {1e3 * np.median(late):.1f} ms; p99 {1e3 * np.percentile(late, 99):.1f} "
+                f"ms, max {1e3 * late.max():.1f} ms: this simulator's command thread)" + failures)
 
 
 def main(args: list[str] | None = None) -> int:

@@ -32,9 +32,9 @@ SCHEMA = NodeSchema("simulated_arm", (
     Parameter("fault_tracking_error", Kind.DOUBLE, 0.5,
               "A joint whose PID setpoint and measured position part by more than this faults the arm (a tenth "
               "in m for prismatic)", unit="rad", minimum=0.0, exclusive_minimum=True),
-    Parameter("servo_timing", Kind.STRING, "stamp",
-              "How a streamed servo_jp is taken: stamp (gentler than the dVRK: at its stamp, carried forward "
-              "between samples) or arrival (as the dVRK: when it arrives, held until the next; depth 1)",
+    Parameter("servo_timing", Kind.STRING, "arrival",
+              "How a streamed servo_jp is taken: arrival (as the dVRK: when it reached the arm, held until the "
+              "next; depth 1) or stamp (gentler: at its stamp, carried forward between samples)",
               choices=("arrival", "stamp")),
     Parameter("kinematic_gc", Kind.STRING, "",
               "dVRK 2.4 PSM/ECM: the console's physical-DH gravity file (dvrk-ident export kinematic-gc) applied "

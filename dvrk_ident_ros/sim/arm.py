@@ -234,7 +234,8 @@ class SimulatedArm:
         self._latest = (self.q_ref, self.qd_ref)  # the stream's setpoint once every pending one is applied
         self._arrivals = 0
         self.stale_servo = 0  # servo_jp commands stamped before the setpoint in force: ignored
-        self.servo_lateness: list[float] = []  # s: how late after its stamp each servo_jp was obeyed (recent ones)
+        # s: how late each servo_jp was obeyed, after its stamp (stamp) or after it reached the arm (arrival)
+        self.servo_lateness: list[float] = []
 
     def _sensitivity_poses(self, config: SimConfig) -> np.ndarray:
         """Motor positions where M's dependence on each joint is estimated: home and random poses inside
@@ -329,12 +330,15 @@ class SimulatedArm:
         self._homing_move = False
 
     # -- commands ------------------------------------------------------------------
-    def servo_jp(self, position, velocity=None, *, at: float | None = None, joints=None) -> None:
+    def servo_jp(self, position, velocity=None, *, at: float | None = None, joints=None,
+                 received: float | None = None) -> None:
         """A streamed position setpoint (dVRK joint space, all joints; ``joints``, a bool mask or indices:
         only these are set, the others keep the stream's setpoint, see :meth:`servo_reference`).
 
-        Checked at once (SafetyError, nothing changes). ``servo_timing`` "arrival" (the dVRK): taken now,
-        held until the next, ``at`` ignored. "stamp": obeyed at simulated time ``at`` (the command's
+        Checked at once (SafetyError, nothing changes). ``servo_timing`` "arrival" (the dVRK): taken at the
+        simulated instant ``received`` (when the message reached the arm; None: now), at once when that has
+        passed, and held as it came until the next; ``at`` only measures how late the stream is. "stamp":
+        obeyed at simulated time ``at`` (the command's
         stamp) when that is still ahead, else at once, carried forward from its stamp (a late command
         says where the stream is now, not where it was); a command stamped before the setpoint in force
         is stale and ignored (``stale_servo``); a stamp more than ``SERVO_CLOCK`` s from the arm's time is
@@ -358,16 +362,21 @@ class SimulatedArm:
             qd = np.where(mask, self.checker.finite(velocity, "servo_jp velocity"), base_qd)
             qd = self.checker.speed(qd, "servo_jp velocity", scale=1.5)
         stamped = at is not None and abs(at - self.time) <= SERVO_CLOCK  # else on another clock: no stamp
-        stamp = float(at) if stamped and self._by_stamp and at is not None else self.time
-        now = q + qd * max(0.0, self.time - stamp)  # a late command: where it says the stream is now
+        if self._by_stamp:
+            stamp = float(at) if stamped and at is not None else self.time
+            now = q + qd * max(0.0, self.time - stamp)  # a late command: where it says the stream is now
+        else:  # the dVRK takes it as it came, when it came
+            timed = received is not None and abs(received - self.time) <= SERVO_CLOCK
+            stamp = float(received) if timed and received is not None else self.time
+            now = q
         jump = np.where(mask, np.abs(now - in_force), 0.0)
         if np.max(jump) > MAX_SERVO_JUMP:
             i = int(np.argmax(jump))
             raise SafetyError(f"servo_jp position: {self.names[i]} jumps {jump[i]:.3f} from the current setpoint "
                               f"(at most {MAX_SERVO_JUMP}; use move_jp)")
         self._arrivals += 1
-        if stamped and not self._by_stamp and at is not None:
-            self._record_lateness(self.time - at)  # taken on arrival: how long after its stamp that was
+        if not self._by_stamp:  # how long after it reached the arm it is taken (0: at that instant)
+            self._record_lateness(max(0.0, self.time - stamp))
         if stamp <= self.time + 0.5 * self.dt:
             self._apply_servo(q, qd, mask, stamp)
         else:
