@@ -91,8 +91,11 @@ def _collect(arm: str, trajectory: Path, bag: Path, logs: Path, env: dict, playe
 
     start = time.perf_counter()
     # the simulated arm starts DISABLED and not homed; the player powers it on and homes it (home_arm)
+    # the stream replayed at its stamps (servo_timing stamp): held as the dVRK holds it (the node's default), the
+    # 200 Hz stream's steps reach the efforts the identification fits (README, "The simulated arm")
     with NodeProcess("simulated_arm", {"arm": arm, "publish_clock": True, "real_time_factor": rtf,
-                                       "publish_rate": rate}, log_dir=logs, env=env, name=f"sim_{arm}"), \
+                                       "publish_rate": rate, "servo_timing": "stamp"}, log_dir=logs, env=env,
+                     name=f"sim_{arm}"), \
             NodeProcess("recorder", {"arm": arm, "bag_path": str(bag), "use_sim_time": True, "expect_player": True},
                         log_dir=logs, env=env, name=f"recorder_{arm}"), \
             ArmClient(arm, f"demo_progress_{arm}") as client:
@@ -164,8 +167,9 @@ def _psm_stage(out: Path, logs: Path, env: dict, rtf: float, periods: int) -> Pa
                        rate=200.0)
     model = load_model("psm")
     data = load_dataset(bag, "bag", joints=model.dof, dvrk_from_motor=model.A)
-    print(f"[{PSM}] simulated arm + trajectory player + recorder: {data.t[-1] - data.t[0]:.1f} s of "
-          f"{trajectory.name} recorded in {seconds:.1f} s ({len(data.t)} samples) -> {bag}")
+    print(f"[{PSM}] simulated arm (servo_jp replayed at its stamps) + trajectory player + recorder: "
+          f"{data.t[-1] - data.t[0]:.1f} s of {trajectory.name} recorded in {seconds:.1f} s ({len(data.t)} samples) "
+          f"-> {bag}")
     return bag
 
 
