@@ -74,6 +74,7 @@ import traceback
 import numpy as np
 import rclpy
 from builtin_interfaces.msg import Time
+from geometry_msgs.msg import WrenchStamped
 from rclpy.node import Node
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
@@ -95,6 +96,7 @@ from dvrk_ident_ros.nodes.common import (
     run,
     shutdown_requested,
 )
+from dvrk_ident_ros.nodes.sim_cartesian import CartesianTopics, wrench_of
 from dvrk_ident_ros.parameters.simulated_arm import SCHEMA as PARAMETERS
 from dvrk_ident_ros.sim.arm import SERVO_CLOCK, Sample, SimulatedArm
 from dvrk_ident_ros.sim.config import load_sim_config
@@ -219,6 +221,10 @@ class SimulatedArmNode(Node):
                                      stream_qos)
 
         timed("servo_jp", self._servo_jp)
+        timed("servo_jr", self._servo_jr)
+        sub("move_jr", JointState, self._move_jr)
+        sub("body/servo_cf", WrenchStamped, lambda msg: self._servo_cf(msg, body=True))
+        sub("spatial/servo_cf", WrenchStamped, lambda msg: self._servo_cf(msg, body=False))
         sub("move_jp", JointState, self._move_jp)
         sub("servo_jf", JointState, self._servo_jf)
         sub("use_gravity_compensation", Bool, lambda msg: self.sim.use_gravity_compensation(msg.data))
@@ -262,6 +268,7 @@ class SimulatedArmNode(Node):
         self._sim_time = 0.0  # simulated time of the last state published
         self.publish_failures = 0  # state samples the middleware refused
         self.samples_published = {topic: 0 for topic in self._pub}  # per topic: only while someone subscribes
+        self._cartesian = CartesianTopics(self, self.arm, config.model, spec.arm_joints, spec.jaw_index, STATE_QOS)
         with self._lock:
             self._publish_events()
         self.get_logger().info(
@@ -380,6 +387,35 @@ class SimulatedArmNode(Node):
             else np.arange(self.arm_joints)
         self.sim.servo_jp(self._with_jaw(msg.position, q_ref), velocity, at=self._command_time(msg), joints=joints,
                           received=self._reception_time(served, msg))
+
+    def _servo_jr(self, msg: JointState, served: float) -> None:
+        """servo_jp of the stream's setpoint plus ``msg.position`` (the dVRK's servo_jr: relative to the PID's)."""
+        self.sim.require_ready("servo_jr")
+        delta = self.sim.checker.finite(msg.position, "servo_jr position", len(msg.position))
+        absolute = JointState(header=msg.header, name=list(msg.name), velocity=list(msg.velocity))
+        absolute.position = [float(v) for v in self.sim.servo_reference()[0][:delta.size] + delta]
+        self._servo_jp(absolute, served)
+
+    def _move_jr(self, msg: JointState) -> None:
+        """move_jp to the setpoint plus ``msg.position``."""
+        self.sim.require_ready("move_jr")
+        delta = self.sim.checker.finite(msg.position, "move_jr position", len(msg.position))
+        absolute = JointState(header=msg.header, name=list(msg.name))
+        absolute.position = [float(v) for v in self.sim.q_ref[:delta.size] + delta]
+        self._move_jp(absolute)
+
+    def _servo_cf(self, msg: WrenchStamped, body: bool) -> None:
+        """Effort mode with tau = J^T w over the kinematic joints (body: a wrench at the tip in the tip frame;
+        spatial: about the base origin in the base frame); the jaw keeps its own effort."""
+        what = "body/servo_cf" if body else "spatial/servo_cf"
+        self.sim.require_ready(what, effort=True)
+        wrench = self.sim.checker.finite(wrench_of(msg), f"{what} wrench", 6)
+        state = self._cartesian.state(self.sim.q)
+        effort = np.zeros(self.sim.dof)
+        effort[:self.arm_joints] = state.body_effort(wrench) if body else state.spatial_effort(wrench)
+        if self.arm_joints < self.sim.dof:
+            effort[self.jaw] = self._jaw_effort
+        self.sim.servo_jf(effort)
 
     def _move_jp(self, msg: JointState) -> None:
         self.sim.require_ready("move_jp")
@@ -515,6 +551,10 @@ class SimulatedArmNode(Node):
         # the flag's state: the torques while it is on, zeros while it is off; valid with the joints' data (the
         # dVRK marks it valid only while the joints are ready)
         joint_state("gravity_compensation/setpoint_js", names, None, None, builtin[:n])
+        # Cartesian data needs the kinematic joints: a PSM without its tool has none
+        cartesian = sample.valid and (not self.spec.jaw or n < self.sim.dof)
+        self._cartesian.publish(sample.position, sample.setpoint_position, sample.velocity, sample.effort,
+                                stamp if cartesian else INVALID_STAMP, cartesian)
         self._publish_events()
 
     def spin(self, executor) -> None:
