@@ -64,6 +64,90 @@ def test_the_twist_is_the_tip_s_motion_and_a_wrench_its_efforts():
     assert float(wrench @ (state.body_jacobian @ qd)) == pytest.approx(float(tau @ qd), rel=1e-12)
 
 
+@pytest.mark.parametrize(("name", "joints", "jaw", "q"), [
+    ("psm", 6, 6, [0.3, -0.2, 0.12, 0.4, 0.2, -0.3]),
+    ("mtm", 7, None, [0.2, 0.1, 0.3, 0.5, -0.4, 0.2, 0.6]),
+    ("ecm_classic", 4, None, [0.3, 0.2, 0.1, 0.4]),
+])
+def test_the_inverse_kinematics_finds_a_pose_s_joints(name: str, joints: int, jaw, q):
+    """From a seed 0.05 rad (m) away on every joint: the tip at the target to 1e-9 (the redundant MTM may take
+    other joints); a pose the ECM's 4 joints cannot make is refused with the error left."""
+    from dvrk_ident_ros.errors import DataError
+    from dvrk_ident_ros.sim.cartesian import rotation_vector
+
+    arm = ArmCartesian(load_model(name), joints, jaw)
+    q = np.array(q)
+    target = arm.poses(q[None])[0]
+    solution = arm.inverse(target, q + 0.05)
+    assert arm.poses(solution[None])[0] == pytest.approx(target, abs=1e-9)
+    if joints == 6:
+        assert solution == pytest.approx(q, abs=1e-8)  # the PSM's 6 joints: the one solution near the seed
+    if joints == 4:
+        twisted = target.copy()
+        angle = 0.3
+        twisted[:3, :3] = target[:3, :3] @ np.array([[1, 0, 0], [0, np.cos(angle), -np.sin(angle)],
+                                                     [0, np.sin(angle), np.cos(angle)]])
+        with pytest.raises(DataError, match="no joint positions within the limits reach the pose"):
+            arm.inverse(twisted, q)
+    for vector in (np.array([0.0, 0.0, 1e-9]), np.array([0.3, -0.2, 0.5]), np.array([1.0, 2.0, -2.0]) / 3 * 3.14159):
+        angle = np.linalg.norm(vector)
+        axis = vector / angle
+        K = np.array([[0, -axis[2], axis[1]], [axis[2], 0, -axis[0]], [-axis[1], axis[0], 0]])
+        R = np.eye(3) + np.sin(angle) * K + (1 - np.cos(angle)) * K @ K
+        assert rotation_vector(R) == pytest.approx(vector, abs=1e-6)
+
+
+@pytest.mark.ros
+def test_the_simulated_psm_answers_kinematics_and_moves_to_a_pose(ros_env, rclpy_context, nodes_env, tmp_path: Path):
+    """forward_kinematics / inverse_kinematics (crtk_msgs services) answer as the kinematics do; move_cp moves
+    the arm to the joints whose tip is the goal; a pose out of reach is refused with the reason, nothing sent."""
+    from crtk_msgs.srv import QueryForwardKinematics, QueryInverseKinematics
+    from geometry_msgs.msg import PoseStamped
+    from helpers.ros_probe import Probe
+    from sensor_msgs.msg import JointState
+
+    from dvrk_ident_ros.app.launcher import NodeProcess
+    from dvrk_ident_ros.nodes.sim_cartesian import pose_message
+
+    probe = Probe(rclpy_context, "kinematics_probe")
+    setpoints = probe.collect(JointState, "/PSM1/setpoint_js")
+    arm = ArmCartesian(load_model("psm"), 6, jaw=6)
+    goal = np.array([0.2, -0.1, 0.14, 0.3, 0.1, -0.2])
+    try:
+        with NodeProcess("simulated_arm", {"arm": "PSM1", "initial_state": "HOMED", "noise": False},
+                         log_dir=tmp_path / "logs", env=nodes_env, name="sim") as sim:
+            fk = probe.node.create_client(QueryForwardKinematics, "/PSM1/forward_kinematics")
+            ik = probe.node.create_client(QueryInverseKinematics, "/PSM1/inverse_kinematics")
+            assert fk.wait_for_service(timeout_sec=20.0) and ik.wait_for_service(timeout_sec=5.0)
+
+            def call(client, request):
+                future = client.call_async(request)
+                assert probe.spin_until(future.done, 10.0)
+                return future.result()
+
+            answer = call(fk, QueryForwardKinematics.Request(jp=goal.tolist()))
+            assert answer.result
+            p = answer.cp.position
+            assert [p.x, p.y, p.z] == pytest.approx(arm.poses(goal[None])[0][:3, 3], abs=1e-9)
+            assert not call(fk, QueryForwardKinematics.Request(jp=[0.1] * 7)).result
+            request = QueryInverseKinematics.Request(jp=(goal + 0.05).tolist())
+            request.cp = answer.cp
+            solved = call(ik, request)
+            assert solved.result and np.asarray(solved.jp) == pytest.approx(goal, abs=1e-7)
+            mover = probe.node.create_publisher(PoseStamped, "/PSM1/move_cp", 10)
+            assert probe.spin_until(lambda: mover.get_subscription_count() > 0, 10.0)
+            mover.publish(pose_message(arm.poses(goal[None])[0], None, "PSM1_base"))
+            # the move's setpoint ends at the goal (the measured joints sag: the PSM's PID has no integral term)
+            assert probe.spin_until(lambda: bool(setpoints) and np.max(np.abs(
+                np.asarray(setpoints[-1][1].position)[:6] - goal)) < 1e-6, 20.0), sim.tail(10)
+            far = arm.poses(goal[None])[0]
+            far[:3, 3] += [0.0, 0.0, 5.0]  # 5 m away
+            mover.publish(pose_message(far, None, "PSM1_base"))
+            assert probe.spin_until(lambda: "move_cp: inverse kinematics: no joint positions" in sim.tail(20), 10.0)
+    finally:
+        probe.close()
+
+
 @pytest.mark.ros
 def test_the_simulated_psm_publishes_its_cartesian_side(ros_env, rclpy_context, nodes_env, tmp_path: Path):
     """measured_cp, body/jacobian and body/measured_cf of a ready simulated PSM1 agree with the Cartesian core
@@ -107,9 +191,103 @@ def test_the_simulated_psm_publishes_its_cartesian_side(ros_env, rclpy_context, 
             tau = arm.state(at_rest).spatial_effort(wrench)
             publisher.publish(msg)  # one command: effort mode with J_s^T w at the pose it came at, held as it is
 
-            def applied() -> bool:
-                return any(np.allclose(np.asarray(m.effort)[:6], tau, atol=1e-3) for _, m in setpoints[count:])
+            def applied() -> bool:  # the pose it came at: the last sample's, give or take the PID's settling
+                return any(np.allclose(np.asarray(m.effort)[:6], tau, atol=1e-2) for _, m in setpoints[count:])
 
-            assert probe.spin_until(applied, 10.0), (tau, setpoints[-1][1].effort, sim.tail(10))
+            assert probe.spin_until(applied, 10.0), (tau.tolist(), list(setpoints[-1][1].effort), sim.tail(10))
+    finally:
+        probe.close()
+
+
+#: what dvrk_python 2.4's arm classes declare (crtk ral: publishers RELIABLE, TRANSIENT_LOCAL when latched;
+#: subscribers RELIABLE, VOLATILE, depth 10): (topic, type, the client publishes it, latched)
+CLIENT_TOPICS = [
+    ("operating_state", "crtk_msgs.msg.OperatingState", False, False),
+    ("state_command", "crtk_msgs.msg.StringStamped", True, True),
+    ("measured_js", "sensor_msgs.msg.JointState", False, False),
+    ("setpoint_js", "sensor_msgs.msg.JointState", False, False),
+    ("measured_cp", "geometry_msgs.msg.PoseStamped", False, False),
+    ("setpoint_cp", "geometry_msgs.msg.PoseStamped", False, False),
+    ("local/measured_cp", "geometry_msgs.msg.PoseStamped", False, False),
+    ("local/setpoint_cp", "geometry_msgs.msg.PoseStamped", False, False),
+    ("measured_cv", "geometry_msgs.msg.TwistStamped", False, False),
+    ("body/measured_cf", "geometry_msgs.msg.WrenchStamped", False, False),
+    ("spatial/measured_cf", "geometry_msgs.msg.WrenchStamped", False, False),
+    ("body/jacobian", "std_msgs.msg.Float64MultiArray", False, False),
+    ("spatial/jacobian", "std_msgs.msg.Float64MultiArray", False, False),
+    ("hold", "std_msgs.msg.Empty", True, False),
+    ("free", "std_msgs.msg.Empty", True, False),
+    ("servo_jp", "sensor_msgs.msg.JointState", True, False),
+    ("servo_jr", "sensor_msgs.msg.JointState", True, False),
+    ("servo_cp", "geometry_msgs.msg.PoseStamped", True, False),
+    ("servo_jf", "sensor_msgs.msg.JointState", True, False),
+    ("move_jp", "sensor_msgs.msg.JointState", True, False),
+    ("move_jr", "sensor_msgs.msg.JointState", True, False),
+    ("move_cp", "geometry_msgs.msg.PoseStamped", True, False),
+    ("body/servo_cf", "geometry_msgs.msg.WrenchStamped", True, False),
+    ("spatial/servo_cf", "geometry_msgs.msg.WrenchStamped", True, False),
+    ("body/set_cf_orientation_absolute", "std_msgs.msg.Bool", True, True),
+    ("use_gravity_compensation", "std_msgs.msg.Bool", True, True),
+    ("trajectory_j/set_ratio", "std_msgs.msg.Float64", True, True),
+    ("trajectory_j/ratio", "std_msgs.msg.Float64", False, False),
+]
+MTM_TOPICS = [("lock_orientation", "geometry_msgs.msg.Quaternion", True, True),
+              ("unlock_orientation", "std_msgs.msg.Empty", True, True),
+              ("servo_ci", "crtk_msgs.msg.CartesianImpedance", True, False),
+              ("gripper/measured_js", "sensor_msgs.msg.JointState", False, False)]
+PSM_TOPICS = [("emulate_tool_present", "std_msgs.msg.Bool", True, True),
+              ("jaw/measured_js", "sensor_msgs.msg.JointState", False, False),
+              ("jaw/setpoint_js", "sensor_msgs.msg.JointState", False, False),
+              ("jaw/servo_jp", "sensor_msgs.msg.JointState", True, False),
+              ("jaw/move_jp", "sensor_msgs.msg.JointState", True, False),
+              ("jaw/servo_jf", "sensor_msgs.msg.JointState", True, False)]
+
+
+@pytest.mark.ros
+@pytest.mark.parametrize(("arm", "extra"), [("MTML", MTM_TOPICS), ("PSM1", PSM_TOPICS), ("ECM", [])])
+def test_every_topic_the_dvrk_client_declares_connects(arm: str, extra, ros_env, rclpy_context, nodes_env,
+                                                       tmp_path: Path):
+    """check_connections() as dvrk_python's ral does it: every publisher of the client has a matched
+    subscriber and every subscriber a matched publisher, with the client's types and QoS, within 5 s; and the
+    kinematics services answer."""
+    import importlib
+
+    from helpers.ros_probe import Probe
+    from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+
+    from dvrk_ident_ros.app.launcher import NodeProcess
+
+    def kind(path: str):
+        module, name = path.rsplit(".", 1)
+        return getattr(importlib.import_module(module), name)
+
+    probe = Probe(rclpy_context, "client_probe")
+    endpoints = []
+    for topic, type_path, publishes, latched in CLIENT_TOPICS + extra:
+        qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1 if latched else 10,
+                         reliability=ReliabilityPolicy.RELIABLE,
+                         durability=DurabilityPolicy.TRANSIENT_LOCAL if latched else DurabilityPolicy.VOLATILE)
+        name = f"/{arm}/{topic}"
+        if publishes:
+            endpoints.append((topic, probe.node.create_publisher(kind(type_path), name, qos)))
+        else:
+            endpoints.append((topic, probe.node.create_subscription(kind(type_path), name, lambda msg: None, qos)))
+
+    def unconnected() -> list[str]:
+        return [topic for topic, e in endpoints
+                if (e.get_subscription_count() if hasattr(e, "get_subscription_count") else e.get_publisher_count())
+                == 0]
+
+    try:
+        with NodeProcess("simulated_arm", {"arm": arm, "initial_state": "HOMED"}, log_dir=tmp_path / "logs",
+                         env=nodes_env, name="sim") as sim:
+            assert probe.spin_until(lambda: "simulated " in sim.tail(5), 30.0)
+            start = probe.node.get_clock().now()
+            assert probe.spin_until(lambda: not unconnected(), 5.0), (unconnected(), sim.tail(10))
+            print(f"{arm}: {len(endpoints)} topics connected in "
+                  f"{(probe.node.get_clock().now() - start).nanoseconds * 1e-9:.2f} s")
+            services = [name for name, _ in probe.node.get_service_names_and_types()]
+            for service in ("forward_kinematics", "local/forward_kinematics", "inverse_kinematics"):
+                assert f"/{arm}/{service}" in services, services
     finally:
         probe.close()

@@ -15,6 +15,7 @@ from geometry_msgs.msg import PoseStamped, TwistStamped, WrenchStamped
 from rclpy.node import Node
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension
 
+from dvrk_ident_ros.errors import DataError
 from dvrk_ident_ros.sim.cartesian import ArmCartesian, CartesianState
 
 POSES = ("measured_cp", "setpoint_cp", "local/measured_cp", "local/setpoint_cp")
@@ -42,7 +43,9 @@ def _quaternion(R: np.ndarray) -> tuple[float, float, float, float]:
 
 def pose_message(pose: np.ndarray, stamp, frame: str) -> PoseStamped:
     msg = PoseStamped()
-    msg.header.stamp, msg.header.frame_id = stamp, frame
+    if stamp is not None:
+        msg.header.stamp = stamp
+    msg.header.frame_id = frame
     msg.pose.position.x, msg.pose.position.y, msg.pose.position.z = (float(v) for v in pose[:3, 3])
     o = msg.pose.orientation
     o.x, o.y, o.z, o.w = _quaternion(pose[:3, :3])
@@ -57,6 +60,15 @@ def jacobian_message(jacobian: np.ndarray) -> Float64MultiArray:
                       MultiArrayDimension(label="cols", size=cols, stride=rows)]
     msg.data = [float(v) for v in jacobian.ravel()]
     return msg
+
+
+def crtk_services():
+    """``crtk_msgs.srv`` (QueryForwardKinematics, QueryInverseKinematics), or None where absent."""
+    try:
+        from crtk_msgs import srv
+    except ImportError:
+        return None
+    return srv if hasattr(srv, "QueryForwardKinematics") else None
 
 
 def wrench_of(msg: WrenchStamped) -> np.ndarray:
@@ -76,6 +88,7 @@ class CartesianTopics:
                  **dict.fromkeys(WRENCHES, WrenchStamped), **dict.fromkeys(JACOBIANS, Float64MultiArray)}
         self.publishers = {t: node.create_publisher(types[t], f"/{arm}/{t}", state_qos) for t in topics}
         self.published = dict.fromkeys(topics, 0)
+        self.absolute = False  # body/set_cf_orientation_absolute: body wrenches in the base frame's orientation
 
     def wanted(self) -> bool:
         return any(p.get_subscription_count() for p in self.publishers.values())
@@ -97,10 +110,17 @@ class CartesianTopics:
                 self.publishers[topic].publish(pose_message(pose, stamp, self.frame))
                 self.published[topic] += 1
         self._send("measured_cv", lambda: self._twist(measured, velocity[:n], stamp))
-        self._send("body/measured_cf", lambda: self._wrench(measured.body_wrench(effort[:n]), stamp))
+        self._send("body/measured_cf", lambda: self._wrench(self._body(measured, effort[:n]), stamp))
         self._send("spatial/measured_cf", lambda: self._wrench(measured.spatial_wrench(effort[:n]), stamp))
         self._send("body/jacobian", lambda: jacobian_message(measured.body_jacobian))
         self._send("spatial/jacobian", lambda: jacobian_message(measured.spatial_jacobian))
+
+    def _body(self, state: CartesianState, effort: np.ndarray) -> np.ndarray:
+        wrench = state.body_wrench(effort)
+        if self.absolute:
+            R = state.pose[:3, :3]
+            wrench = np.concatenate([R @ wrench[:3], R @ wrench[3:]])
+        return wrench
 
     def state(self, position: np.ndarray) -> CartesianState:
         return self.kinematics.state(np.asarray(position, dtype=float)[:self.joints])
@@ -128,3 +148,99 @@ class CartesianTopics:
         (msg.wrench.force.x, msg.wrench.force.y, msg.wrench.force.z,
          msg.wrench.torque.x, msg.wrench.torque.y, msg.wrench.torque.z) = (float(v) for v in wrench)
         return msg
+
+
+def pose_of(msg) -> np.ndarray:
+    """A geometry_msgs Pose (or PoseStamped) as a 4x4 matrix; DataError for a non-finite or zero quaternion."""
+    pose = getattr(msg, "pose", msg)
+    p, o = pose.position, pose.orientation
+    values = np.array([p.x, p.y, p.z, o.x, o.y, o.z, o.w], dtype=float)
+    norm = float(np.linalg.norm(values[3:]))
+    if not np.all(np.isfinite(values)) or norm < 1e-9:
+        raise DataError(f"pose {values.tolist()}: expected a finite position and a non-zero quaternion")
+    x, y, z, w = values[3:] / norm
+    T = np.eye(4)
+    T[:3, :3] = [[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+                 [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+                 [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]]
+    T[:3, 3] = values[:3]
+    return T
+
+
+class CartesianCommands:
+    """The Cartesian commands of one simulated arm, on its core (``sim``, a SimulatedArm; the caller holds the
+    node's lock): ``servo_cp`` (one inverse kinematics per message, seeded with the measured joints, then the
+    joints' setpoint, held until the next), ``move_cp`` (the inverse kinematics at the goal, then the arm's own
+    joint move), ``body/servo_cf`` and ``spatial/servo_cf`` (effort mode, J^T w; a body wrench in the base
+    frame's orientation once ``body/set_cf_orientation_absolute`` is true), and the kinematics services."""
+
+    def __init__(self, sim, topics: CartesianTopics, jaw_effort: Callable[[], float]):
+        self.sim, self.topics, self.jaw_effort = sim, topics, jaw_effort
+        self.kinematics = topics.kinematics
+        self.joints = topics.joints
+
+    def _clamp(self, q: np.ndarray) -> np.ndarray:
+        full = self.sim.q_ref.copy()
+        full[:self.joints] = q
+        return self.sim.checker.clamp_position(full)[:self.joints]
+
+    def _solve(self, msg, what: str) -> np.ndarray:
+        self.sim.require_ready(what)
+        try:
+            q = self.kinematics.inverse(pose_of(msg), self.sim.q[:self.joints], self._clamp)
+        except DataError as exc:
+            raise DataError(f"{what}: {exc}; nothing sent") from exc
+        goal = self.sim.q_ref.copy()
+        goal[:self.joints] = q
+        return goal
+
+    def servo_cp(self, msg: PoseStamped) -> None:
+        goal = self._solve(msg, "servo_cp")
+        self.sim.servo_jp(goal, np.zeros(self.sim.dof), joints=np.arange(self.joints))
+
+    def move_cp(self, msg: PoseStamped) -> None:
+        goal = self._solve(msg, "move_cp")
+        self.sim.move_joints(goal, np.arange(self.joints))  # a PSM's jaw keeps its goal
+
+    def servo_cf(self, msg: WrenchStamped, body: bool) -> None:
+        what = "body/servo_cf" if body else "spatial/servo_cf"
+        self.sim.require_ready(what, effort=True)
+        wrench = self.sim.checker.finite(wrench_of(msg), f"{what} wrench", 6)
+        state = self.kinematics.state(self.sim.q[:self.joints])
+        if body and self.topics.absolute:  # given in the base frame's orientation: into the tip frame
+            R = state.pose[:3, :3]
+            wrench = np.concatenate([R.T @ wrench[:3], R.T @ wrench[3:]])
+        effort = np.zeros(self.sim.dof)
+        effort[:self.joints] = state.body_effort(wrench) if body else state.spatial_effort(wrench)
+        if self.joints < self.sim.dof:
+            effort[self.joints:] = self.jaw_effort()
+        self.sim.servo_jf(effort)
+
+    def forward_kinematics(self, request, response):
+        """The tip's pose at ``request.jp`` (all the kinematic joints; the simulated arm has no link-N answer)."""
+        jp = np.asarray(request.jp, dtype=float)
+        if jp.size != self.joints or not np.all(np.isfinite(jp)):
+            response.result = False
+            response.message = (f"{jp.size} joint positions: the simulated arm answers for its {self.joints} "
+                                "kinematic joints, all finite")
+            return response
+        response.cp = pose_message(self.kinematics.poses(jp[None])[0], None, "").pose
+        response.result, response.message = True, ""
+        return response
+
+    def inverse_kinematics(self, request, response):
+        """Joint positions for ``request.cp`` searched from ``request.jp`` (the kinematic joints)."""
+        seed = np.asarray(request.jp, dtype=float)
+        response.jp = [float(v) for v in seed]
+        if seed.size != self.joints or not np.all(np.isfinite(seed)):
+            response.result = False
+            response.message = f"incorrect number of joints: {seed.size}, expected {self.joints}"
+            return response
+        try:
+            q = self.kinematics.inverse(pose_of(request.cp), seed, self._clamp)
+        except DataError as exc:
+            response.result, response.message = False, f"inverse kinematics failed: {exc}"
+            return response
+        response.jp = [float(v) for v in q]
+        response.result, response.message = True, ""
+        return response

@@ -74,7 +74,7 @@ import traceback
 import numpy as np
 import rclpy
 from builtin_interfaces.msg import Time
-from geometry_msgs.msg import WrenchStamped
+from geometry_msgs.msg import PoseStamped, Quaternion, WrenchStamped
 from rclpy.node import Node
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
@@ -96,7 +96,7 @@ from dvrk_ident_ros.nodes.common import (
     run,
     shutdown_requested,
 )
-from dvrk_ident_ros.nodes.sim_cartesian import CartesianTopics, wrench_of
+from dvrk_ident_ros.nodes.sim_cartesian import CartesianCommands, CartesianTopics, crtk_services
 from dvrk_ident_ros.parameters.simulated_arm import SCHEMA as PARAMETERS
 from dvrk_ident_ros.sim.arm import SERVO_CLOCK, Sample, SimulatedArm
 from dvrk_ident_ros.sim.config import load_sim_config
@@ -223,8 +223,27 @@ class SimulatedArmNode(Node):
         timed("servo_jp", self._servo_jp)
         timed("servo_jr", self._servo_jr)
         sub("move_jr", JointState, self._move_jr)
-        sub("body/servo_cf", WrenchStamped, lambda msg: self._servo_cf(msg, body=True))
-        sub("spatial/servo_cf", WrenchStamped, lambda msg: self._servo_cf(msg, body=False))
+        self._jaw_effort = 0.0
+        self._cartesian = CartesianTopics(self, self.arm, config.model, spec.arm_joints, spec.jaw_index, STATE_QOS)
+        self._commands = CartesianCommands(self.sim, self._cartesian, lambda: self._jaw_effort)
+        sub("servo_cp", PoseStamped, self._commands.servo_cp)
+        sub("move_cp", PoseStamped, self._commands.move_cp)
+        sub("body/servo_cf", WrenchStamped, lambda msg: self._commands.servo_cf(msg, body=True))
+        sub("spatial/servo_cf", WrenchStamped, lambda msg: self._commands.servo_cf(msg, body=False))
+        sub("body/set_cf_orientation_absolute", Bool, lambda msg: setattr(self._cartesian, "absolute", bool(msg.data)),
+            COMMAND_QOS)
+        if spec.gripper:  # the MTM's: taken so that the dVRK's client connects, refused with the reason
+            for topic, kind in (("lock_orientation", Quaternion), ("unlock_orientation", Empty)):
+                sub(topic, kind, lambda msg, topic=topic: self._not_simulated(topic), COMMAND_QOS)
+            if self._crtk is not None and hasattr(self._crtk, "CartesianImpedance"):
+                sub("servo_ci", self._crtk.CartesianImpedance, lambda msg: self._not_simulated("servo_ci"))
+        services = crtk_services()
+        if services is not None:
+            for name in ("forward_kinematics", "local/forward_kinematics"):
+                self.create_service(services.QueryForwardKinematics, f"/{self.arm}/{name}",
+                                    self._commands.forward_kinematics)
+            self.create_service(services.QueryInverseKinematics, f"/{self.arm}/inverse_kinematics",
+                                self._commands.inverse_kinematics)
         sub("move_jp", JointState, self._move_jp)
         sub("servo_jf", JointState, self._servo_jf)
         sub("use_gravity_compensation", Bool, lambda msg: self.sim.use_gravity_compensation(msg.data))
@@ -250,7 +269,6 @@ class SimulatedArmNode(Node):
             timed("jaw/servo_jp", self._jaw_servo_jp)
             sub("jaw/move_jp", JointState, self._jaw_move_jp)
             sub("jaw/servo_jf", JointState, self._jaw_servo_jf)
-        self._jaw_effort = 0.0
         self._carry = 0.0
         self._freeze_for: float | None = None  # s: a freeze asked for, starting at the next state period
         # until (simulated s), the sample, its stamp and the built-in compensation's torques published again
@@ -268,7 +286,6 @@ class SimulatedArmNode(Node):
         self._sim_time = 0.0  # simulated time of the last state published
         self.publish_failures = 0  # state samples the middleware refused
         self.samples_published = {topic: 0 for topic in self._pub}  # per topic: only while someone subscribes
-        self._cartesian = CartesianTopics(self, self.arm, config.model, spec.arm_joints, spec.jaw_index, STATE_QOS)
         with self._lock:
             self._publish_events()
         self.get_logger().info(
@@ -404,18 +421,9 @@ class SimulatedArmNode(Node):
         absolute.position = [float(v) for v in self.sim.q_ref[:delta.size] + delta]
         self._move_jp(absolute)
 
-    def _servo_cf(self, msg: WrenchStamped, body: bool) -> None:
-        """Effort mode with tau = J^T w over the kinematic joints (body: a wrench at the tip in the tip frame;
-        spatial: about the base origin in the base frame); the jaw keeps its own effort."""
-        what = "body/servo_cf" if body else "spatial/servo_cf"
-        self.sim.require_ready(what, effort=True)
-        wrench = self.sim.checker.finite(wrench_of(msg), f"{what} wrench", 6)
-        state = self._cartesian.state(self.sim.q)
-        effort = np.zeros(self.sim.dof)
-        effort[:self.arm_joints] = state.body_effort(wrench) if body else state.spatial_effort(wrench)
-        if self.arm_joints < self.sim.dof:
-            effort[self.jaw] = self._jaw_effort
-        self.sim.servo_jf(effort)
+    def _not_simulated(self, topic: str) -> None:
+        raise DvrkIdentError(f"{topic} is not simulated (the wrist's orientation lock and the Cartesian impedance); "
+                             "the arm keeps its command")
 
     def _move_jp(self, msg: JointState) -> None:
         self.sim.require_ready("move_jp")

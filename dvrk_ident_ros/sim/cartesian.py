@@ -17,11 +17,17 @@ couplings and parallelograms included), step ``STEP``.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
+from dvrk_ident_ros.errors import DataError
+
 STEP = 1e-6  # rad (m): the central differences' step
+IK_TOLERANCE = 1e-9  # m and rad: the pose error a solution leaves at most
+IK_ITERATIONS = 200
+IK_DAMPING = 1e-6  # damped least squares' lambda^2 (cisst's robManipulator uses 1e-3 on its own scaling)
 
 
 def _hat(v: np.ndarray) -> np.ndarray:
@@ -30,6 +36,25 @@ def _hat(v: np.ndarray) -> np.ndarray:
 
 def _vee(m: np.ndarray) -> np.ndarray:
     return np.array([m[2, 1] - m[1, 2], m[0, 2] - m[2, 0], m[1, 0] - m[0, 1]]) / 2.0
+
+
+def rotation_vector(R: np.ndarray) -> np.ndarray:
+    """The axis times the angle of a rotation matrix (its logarithm), robust near 0 and pi."""
+    cos = float(np.clip((np.trace(R) - 1.0) / 2.0, -1.0, 1.0))
+    angle = float(np.arccos(cos))
+    if angle < 1e-7:
+        return _vee(R)
+    if np.pi - angle < 1e-5:  # near pi: the axis from the symmetric part
+        axis = np.sqrt(np.maximum((np.diag(R) + 1.0) / 2.0, 0.0))
+        k = int(np.argmax(axis))
+        axis[[i for i in range(3) if i != k]] *= np.sign(R[k, [i for i in range(3) if i != k]] + 1e-300)
+        return angle * axis / np.linalg.norm(axis)
+    return angle / np.sin(angle) * _vee(R)
+
+
+def pose_error(target: np.ndarray, pose: np.ndarray) -> np.ndarray:
+    """(target position - position, the rotation from pose to target as a vector), both in the base frame."""
+    return np.concatenate([target[:3, 3] - pose[:3, 3], rotation_vector(target[:3, :3] @ pose[:3, :3].T)])
 
 
 @dataclass(frozen=True)
@@ -101,3 +126,26 @@ class ArmCartesian:
         adjoint = np.zeros((6, 6))
         adjoint[:3, :3], adjoint[:3, 3:], adjoint[3:, 3:] = R, _hat(p) @ R, R
         return CartesianState(pose, body, adjoint @ body)
+
+    def inverse(self, target: np.ndarray, seed: np.ndarray,
+                clamp: Callable[[np.ndarray], np.ndarray] | None = None) -> np.ndarray:
+        """Kinematic joint positions whose tip is at ``target`` (4x4, base frame), searched from ``seed`` by damped
+        least squares on the tip's Jacobian in the base frame (as cisst's robManipulator::InverseKinematics),
+        each step kept inside the limits by ``clamp``; DataError when no solution within ``IK_TOLERANCE`` is
+        found (an arm with fewer than 6 joints reaches only the poses its joints make)."""
+        target = np.asarray(target, dtype=float)
+        q = np.asarray(seed, dtype=float)[:self.joints].copy()
+        error = np.full(6, np.inf)
+        for _ in range(IK_ITERATIONS):
+            state = self.state(q)
+            error = pose_error(target, state.pose)
+            if np.max(np.abs(error)) < IK_TOLERANCE:
+                return q
+            R = state.pose[:3, :3]
+            J = np.vstack([R @ state.body_jacobian[:3], R @ state.body_jacobian[3:]])
+            q = q + J.T @ np.linalg.solve(J @ J.T + IK_DAMPING * np.eye(6), error)
+            if clamp is not None:
+                q = clamp(q)
+        raise DataError(f"inverse kinematics: no joint positions within the limits reach the pose (left "
+                        f"{1e3 * np.linalg.norm(error[:3]):.3g} mm, {np.degrees(np.linalg.norm(error[3:])):.3g} deg "
+                        f"after {IK_ITERATIONS} steps)")
