@@ -38,10 +38,10 @@ def _collect(arm, trajectory, bag, logs, env, player, real_time_factor=1.0):
     assert f"bag complete: the {arm} player completed 1 run(s): {bag}" in recorder_log, recorder_log[-2000:]
 
 
-@pytest.mark.parametrize("model", ["psm", "psm_si", "ecm_si", "ecm_classic"])
+@pytest.mark.parametrize("model", ["psm", "psm_si", "ecm_si"])
 def test_psm_collect_and_identify(nodes_env, tmp_path: Path, model: str):
     """The PSM (Classic, and Si with DVRK_IDENT_GENERATION=si: the same arm names, the Si's description) and
-    the ECM (Si and Classic) through the simulated arm (held by the console's own default compensation, as the
+    the ECM Si through the simulated arm (held by the console's own default compensation, as the
     console does), the player, the recorder and /identify."""
     from dvrk_ident_ros.app.launcher import NodeProcess
     from dvrk_ident_ros.data.loaders import load_dataset

@@ -52,7 +52,7 @@ else
   if [ "$workers" -gt 1 ]; then spread=(-n "$workers" --dist loadfile); fi
   # The node tests time real processes on a shared machine: a test that fails once under load gets one more
   # run (pytest-rerunfailures; the summary counts the reruns, R): twice is a failure.
-  DVRK_IDENT_TEST_DOMAINS=1:70 "$venv/bin/python" -m pytest test -m ros --durations=10 --reruns 1 --reruns-delay 2 \
+  DVRK_IDENT_TEST_DOMAINS=1:70 "$venv/bin/python" -m pytest test -m ros --durations=10 --reruns 1 --reruns-delay 2 -rR \
       "${spread[@]}"
   node_tests=$?
   wait "$core_pid"
