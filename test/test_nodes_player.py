@@ -886,7 +886,7 @@ def test_player_refuses_after_ready_timeout_with_the_reason(ros_env, rclpy_conte
 @pytest.mark.ros
 def test_player_stops_at_once_on_a_fault_or_a_homing_mid_run(ros_env, rclpy_context, tmp_path):
     """A FAULT in the middle of a trajectory ends it at once with the reason, then nothing is sent;
-    the same when someone homes the arm mid-run; the player plays again once the arm is homed."""
+    the same when someone unhomes the arm mid-run; the player plays again once the arm is homed."""
     from dvrk_ident.action import PlayTrajectory
 
     path = _trajectory(tmp_path / "long.yaml", periods=3)  # 6 s of simulated time after the ramp
@@ -894,7 +894,7 @@ def test_player_stops_at_once_on_a_fault_or_a_homing_mid_run(ros_env, rclpy_cont
     outcomes = []
     with running(_sim("homing_time:=1.0"), ros_env) as sim, running(_player(), ros_env) as player:
         bench.wait_ready(sim, player)
-        for disturb, words in (("fault", "PSM1 is in FAULT"), ("home", "PSM1 is homing")):
+        for disturb, words in (("fault", "PSM1 is in FAULT"), ("unhome", "not homed")):
             feedback: list = []
             handle = bench.send(path, feedback=feedback)
             assert handle is not None
@@ -905,8 +905,8 @@ def test_player_stops_at_once_on_a_fault_or_a_homing_mid_run(ros_env, rclpy_cont
             if disturb == "fault":
                 bench.inject_fault(sim)
                 assert bench.wait_state(lambda st: st.state == "FAULT", 5.0, sim), output_of(sim)
-            else:
-                bench.state_command("home", sim)
+            else:  # a person unhomes it to home it again (a homed arm takes home as done)
+                bench.state_command("unhome", sim)
                 assert bench.wait_state(lambda st: not st.is_homed, 5.0, sim), output_of(sim)
             disturbed_at = stamp_of(bench.state())
             assert bench.probe.spin_until(result_future.done, 5.0), "the player did not stop"

@@ -363,6 +363,33 @@ def test_disabled_arm_publishes_invalid_zeros_ignores_commands_until_enabled_and
 
 
 @pytest.mark.ros
+def test_home_on_a_homed_arm_is_answered_and_the_next_move_is_not_lost(ros_env, rclpy_context):
+    """dvrk_python's home() sends home and returns at once when the arm already says homed (a script run against
+    an arm homed before it): the arm answers with an event and stays homed and idle, as the dVRK does, so the
+    script's next move_jp is taken and its wait returns True at the goal (a new homing would fault an MTM and
+    swallow a PSM's move)."""
+    from helpers.crtk_semantics import ClientView
+
+    probe = Probe(rclpy_context, "client_view_homed")
+    client = ClientView(probe, "MTML")
+    goal = _core_arm("MTML").home[:7].copy()
+    goal[0] += 0.1
+    with running(_sim("MTML", "initial_state:=HOMED", "homing_time:=1.0"), ros_env) as proc:
+        assert probe.wait_for_graph(proc, publishers=["/MTML/operating_state"], subscribers=client.publishers(),
+                                    timeout=30.0), output_of(proc)
+        assert probe.spin_until(lambda: bool(client.setpoint), 10.0, proc), output_of(proc)
+        client.state_command("home")
+        assert client.wait_state("ENABLED"), output_of(proc)
+        assert client.kept.is_homed and not client.kept.is_busy
+        ok, seconds = client.wait_move(client.move_jp(goal))
+        probe.spin_for(0.03)
+        assert ok and 0.09 < seconds < 5.0, (ok, seconds, output_of(proc))
+        assert np.max(np.abs(np.array(client.setpoint[-1].position[:7]) - goal)) < 1e-6
+        assert "FAULT" not in output_of(proc), output_of(proc)
+    probe.close()
+
+
+@pytest.mark.ros
 @pytest.mark.parametrize("arm", ["MTML", "PSM1"])
 def test_the_dvrk_clients_waits_hold_event_by_event(ros_env, rclpy_context, arm):
     """As the dVRK's Python client sees the arm (helpers/crtk_semantics.py: only strictly newer stamps kept,

@@ -9,7 +9,7 @@ import pytest
 from dvrk_ident_ros.errors import DvrkIdentError, SafetyError
 from dvrk_ident_ros.sim.arm import SimulatedArm
 from dvrk_ident_ros.sim.config import load_sim_config
-from dvrk_ident_ros.sim.operating import ArmNotReadyError, OperatingMachine
+from dvrk_ident_ros.sim.operating import Action, ArmNotReadyError, OperatingMachine
 
 #: rad (m): how far the simulated PSM rests from its setpoint: the dVRK's PSM PID has no integral term, and the
 #: yaw carries about 1.4 N m at Kp 120 N m/rad (test_pid_holds_the_home_pose_sagging_as_the_dvrk_s_does)
@@ -162,9 +162,14 @@ def test_state_machine_follows_the_crtk_commands():
     assert (m.state.value, m.is_homed, m.commandable, m.data_valid) == ("PAUSED", True, False, True)
     m.command("resume")
     assert m.commandable
-    m.command("home")  # homed: homes again
+    # homed and ENABLED: nothing to do, as the dVRK (dvrk_python's home() sends it and returns at once on a homed
+    # arm: a new homing would swallow the script's next move); unhomed, it homes again
+    assert m.command("home") == Action.NONE and m.is_homed
+    m.command("unhome")
+    m.command("home")
     assert not m.is_homed
     m.start_homing(20.0, 3.0)  # a long move: the homing lasts as long
+    assert m.command("home") == Action.NONE and m.homing  # homing: it goes on
     assert not m.update(21.5) and m.update(23.0)
     m.command("unhome")
     assert (m.state.value, m.is_homed) == ("ENABLED", False)

@@ -12,7 +12,11 @@ driven by the simulated time the arm passes in (so it runs the same under
   ``is_homed`` while homing: false, or true with ``homed_while_homing`` (the
   dVRK's MTM: its ``is_homed`` is "powered and encoders biased", and its
   encoders are biased before the homing move; a PSM's also needs its tool
-  engaged, which comes after). ``home`` while homed homes again.
+  engaged, which comes after). ``home`` on an ENABLED arm that is homed or
+  homing changes nothing but answers with an event, as the dVRK's (its
+  desired state is its current one; dvrk_python's ``home()`` sends it and
+  returns at once on a homed arm): to home again, ``unhome`` or ``disable``
+  first.
 - ``disable``: DISABLED, not homed; ``unhome``: not homed (homing stops).
 - ``pause``: ENABLED -> PAUSED (the arm holds; data stays valid; commands are
   ignored); ``resume``: PAUSED -> ENABLED, homed as before.
@@ -107,7 +111,11 @@ class OperatingMachine:
         if name == "disable":
             self.state, self.is_homed, self.homing_until = CrtkState.DISABLED, False, None
             return Action.HOLD
-        if name == "home":  # from any state: enables first; homed or not, it homes (again)
+        if name == "home":
+            # an ENABLED arm that is homed or homing is where it was asked to go (the dVRK's desired state is its
+            # current one: only the event answers); from any other state: enables first, then homes
+            if self.state == CrtkState.ENABLED and (self.is_homed or self.homing):
+                return Action.NONE
             self.state, self.is_homed, self.fault_reason = CrtkState.ENABLED, False, ""
             return Action.HOME
         if name == "unhome":
