@@ -124,7 +124,8 @@ def test_drift_of_a_pose_and_the_report(tmp_path: Path):
 
 
 def test_a_job_whose_bag_exists_is_refused_before_any_node_starts(tmp_path: Path):
-    from dvrk_ident_ros.app.gc_calibration import REFUSED, Calibration
+    from dvrk_ident_ros.app.collection import REFUSED
+    from dvrk_ident_ros.app.gc_calibration import Calibration
 
     settings = CalibrationSettings("MTML", "7", tmp_path / "grid.yaml", tmp_path)
     settings.bag.mkdir()

@@ -11,13 +11,14 @@ from pathlib import Path
 
 from dvrk_ident_ros.errors import DvrkIdentError
 
-REFUSED = 2  # the job's exit status when nothing was moved
+#: The jobs' exit statuses (as the trajectory player's autostart): done, a step failed, refused before any motion.
+DONE, FAILED, REFUSED = 0, 1, 2
 
 
 class StepFailedError(DvrkIdentError):
     """A step of a job failed; ``status`` is the job's exit status."""
 
-    def __init__(self, message: str, status: int = 1):
+    def __init__(self, message: str, status: int = FAILED):
         super().__init__(message)
         self.status = status
 
@@ -140,5 +141,5 @@ class StagedJob:
             return exc.status
         except DvrkIdentError as exc:
             self.say(f"error: {exc}")
-            return 1
+            return FAILED
         return None

@@ -28,12 +28,11 @@ from typing import Protocol
 
 import numpy as np
 
-from dvrk_ident_ros.app.collection import REFUSED, GridCollection, StagedJob, StepFailedError
+from dvrk_ident_ros.app.collection import DONE, FAILED, REFUSED, GridCollection, StagedJob, StepFailedError
 from dvrk_ident_ros.arms import ArmSpec, arm_spec
 from dvrk_ident_ros.errors import DataError, DvrkIdentError
 from dvrk_ident_ros.files import resolve_package_file
 
-DONE, FAILED = 0, 1
 HOLD_SETTLE, HOLD_SAMPLES = 2.0, 50  # s, samples at 100 Hz: each refit hold 2.5 s at rest (gc refit keeps 1.5 s)
 READ_WINDOW = 0.25  # s: the measured pose at the end of a hold is the mean over this window
 

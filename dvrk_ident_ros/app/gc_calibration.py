@@ -31,14 +31,11 @@ from typing import Protocol
 
 import numpy as np
 
-from dvrk_ident_ros.app.collection import GridCollection, StagedJob, StepFailedError
+from dvrk_ident_ros.app.collection import DONE, FAILED, GridCollection, StagedJob, StepFailedError
 from dvrk_ident_ros.arms import arm_spec, canonical_arm
 from dvrk_ident_ros.errors import DataError, DvrkIdentError
 from dvrk_ident_ros.files import resolve_package_file
 from dvrk_ident_ros.gc.takeover_guard import GUARD_STOP
-
-#: Exit statuses (as the trajectory player's autostart).
-DONE, FAILED, REFUSED = 0, 1, 2
 
 
 class CalibrationRefusedError(DvrkIdentError):

@@ -18,18 +18,13 @@ from rcl_interfaces.msg import ParameterType, ParameterValue
 from rcl_interfaces.srv import GetParameters, SetParameters
 from rclpy.signals import SignalHandlerOptions
 
+from dvrk_ident_ros.app.collection import REFUSED, StepFailedError
 from dvrk_ident_ros.app.console_calibration import (
     ConsoleCalibration,
     ConsoleCalibrationSettings,
     console_settings,
 )
-from dvrk_ident_ros.app.gc_calibration import (
-    REFUSED,
-    Calibration,
-    CalibrationRefusedError,
-    StepFailedError,
-    settings_from_parameters,
-)
+from dvrk_ident_ros.app.gc_calibration import Calibration, CalibrationRefusedError, settings_from_parameters
 from dvrk_ident_ros.app.launcher import ros_environment, wait_for
 from dvrk_ident_ros.arms import arm_spec, canonical_arm
 from dvrk_ident_ros.errors import DvrkIdentError

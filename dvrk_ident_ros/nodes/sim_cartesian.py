@@ -90,30 +90,31 @@ class CartesianTopics:
         self.published = dict.fromkeys(topics, 0)
         self.absolute = False  # body/set_cf_orientation_absolute: body wrenches in the base frame's orientation
 
-    def wanted(self) -> bool:
-        return any(p.get_subscription_count() for p in self.publishers.values())
-
     def publish(self, position: np.ndarray, setpoint: np.ndarray, velocity: np.ndarray, effort: np.ndarray,
-                stamp, valid: bool) -> None:
+                stamp) -> None:
         """Every Cartesian topic someone subscribes to, from one state sample (dVRK joint space, the kinematic
-        joints first); ``valid`` false: the last values are not computed, stamp 0 (the caller's)."""
-        if not self.wanted():
+        joints first), stamped ``stamp`` (0 while the data is invalid: the caller's). Each publisher's
+        subscriptions are counted once per sample, and nothing is computed when no one subscribes."""
+        wanted = {topic for topic, publisher in self.publishers.items() if publisher.get_subscription_count()}
+        if not wanted:
             return
         n = self.joints
         measured = self.kinematics.state(position[:n])
-        poses = {"measured_cp": measured.pose, "local/measured_cp": measured.pose}
-        if self._subscribed("setpoint_cp") or self._subscribed("local/setpoint_cp"):
+        messages: dict[str, Callable[[], object]] = {
+            "measured_cp": lambda: pose_message(measured.pose, stamp, self.frame),
+            "local/measured_cp": lambda: pose_message(measured.pose, stamp, self.frame),
+            "measured_cv": lambda: self._twist(measured, velocity[:n], stamp),
+            "body/measured_cf": lambda: self._wrench(self._body(measured, effort[:n]), stamp),
+            "spatial/measured_cf": lambda: self._wrench(measured.spatial_wrench(effort[:n]), stamp),
+            "body/jacobian": lambda: jacobian_message(measured.body_jacobian),
+            "spatial/jacobian": lambda: jacobian_message(measured.spatial_jacobian),
+        }
+        if wanted & {"setpoint_cp", "local/setpoint_cp"}:
             target = self.kinematics.poses(np.asarray(setpoint[:n], dtype=float)[None])[0]
-            poses.update({"setpoint_cp": target, "local/setpoint_cp": target})
-        for topic, pose in poses.items():
-            if self._subscribed(topic):
-                self.publishers[topic].publish(pose_message(pose, stamp, self.frame))
-                self.published[topic] += 1
-        self._send("measured_cv", lambda: self._twist(measured, velocity[:n], stamp))
-        self._send("body/measured_cf", lambda: self._wrench(self._body(measured, effort[:n]), stamp))
-        self._send("spatial/measured_cf", lambda: self._wrench(measured.spatial_wrench(effort[:n]), stamp))
-        self._send("body/jacobian", lambda: jacobian_message(measured.body_jacobian))
-        self._send("spatial/jacobian", lambda: jacobian_message(measured.spatial_jacobian))
+            messages["setpoint_cp"] = messages["local/setpoint_cp"] = lambda: pose_message(target, stamp, self.frame)
+        for topic in wanted:
+            self.publishers[topic].publish(messages[topic]())
+            self.published[topic] += 1
 
     def _body(self, state: CartesianState, effort: np.ndarray) -> np.ndarray:
         wrench = state.body_wrench(effort)
@@ -124,14 +125,6 @@ class CartesianTopics:
 
     def state(self, position: np.ndarray) -> CartesianState:
         return self.kinematics.state(np.asarray(position, dtype=float)[:self.joints])
-
-    def _subscribed(self, topic: str) -> bool:
-        return self.publishers[topic].get_subscription_count() > 0
-
-    def _send(self, topic: str, build: Callable[[], object]) -> None:
-        if self._subscribed(topic):
-            self.publishers[topic].publish(build())
-            self.published[topic] += 1
 
     def _twist(self, state: CartesianState, velocity: np.ndarray, stamp) -> TwistStamped:
         twist = state.twist(np.asarray(velocity, dtype=float))

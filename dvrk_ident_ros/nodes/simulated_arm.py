@@ -562,7 +562,7 @@ class SimulatedArmNode(Node):
         # Cartesian data needs the kinematic joints: a PSM without its tool has none
         cartesian = sample.valid and (not self.spec.jaw or n < self.sim.dof)
         self._cartesian.publish(sample.position, sample.setpoint_position, sample.velocity, sample.effort,
-                                stamp if cartesian else INVALID_STAMP, cartesian)
+                                stamp if cartesian else INVALID_STAMP)
         self._publish_events()
 
     def spin(self, executor) -> None:

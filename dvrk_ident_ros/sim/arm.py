@@ -337,7 +337,8 @@ class SimulatedArm:
 
         Checked at once (SafetyError, nothing changes). ``servo_timing`` "arrival" (the dVRK): taken at the
         simulated instant ``received`` (when the message reached the arm; None: now), at once when that has
-        passed, and held as it came until the next; ``at`` only measures how late the stream is. "stamp":
+        passed, and held as it came until the next; ``at`` is not read (the node derives ``received`` from it).
+        "stamp":
         obeyed at simulated time ``at`` (the command's
         stamp) when that is still ahead, else at once, carried forward from its stamp (a late command
         says where the stream is now, not where it was); a command stamped before the setpoint in force
