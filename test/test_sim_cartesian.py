@@ -291,3 +291,122 @@ def test_every_topic_the_dvrk_client_declares_connects(arm: str, extra, ros_env,
                 assert f"/{arm}/{service}" in services, services
     finally:
         probe.close()
+
+
+def test_the_mtm_s_locked_wrist_keeps_its_orientation_while_the_arm_is_pushed():
+    """lock_orientation as the console does it: in Cartesian effort mode the wrist (platform, pitch, yaw, roll)
+    follows the locked orientation in position mode while the arm's first three joints take J^T w. A body
+    force moves the tip by more than a centimetre; the tip's orientation stays within 0.01 rad of the locked one, where
+    without the lock it turns by more. A position command releases the lock."""
+    from dvrk_ident_ros.sim.arm import EFFORT, POSITION, SimulatedArm
+    from dvrk_ident_ros.sim.cartesian import OrientationLock, rotation_vector
+    from dvrk_ident_ros.sim.config import load_sim_config
+
+    def pushed(locked: bool) -> tuple[float, float, SimulatedArm]:
+        arm = SimulatedArm(load_sim_config("mtm"), "MTML", noise=False)
+        kinematics = ArmCartesian(arm.model, 7)
+        arm.advance(arm.move_jp([0.1, 0.1, 0.2, 0.0, -0.5, 0.2, 0.3]) + 0.5)
+        start = kinematics.poses(arm.q[None])[0]
+        wrist = np.zeros(arm.dof, dtype=bool)
+        wrist[3:7] = True
+        lock = OrientationLock(kinematics, wrist, arm.config.move_speed)
+        arm.use_gravity_compensation(True)
+        force = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0])
+        arm.servo_jf(np.zeros(arm.dof), cartesian=True)
+        if locked:
+            lock.lock(start[:3, :3])
+            arm.lock_joints(wrist)
+        period = 0.01
+        for k in range(100):
+            state = kinematics.state(arm.q)
+            world = np.array([0.3, 0.2, 0.15]) if k < 30 else np.zeros(3)  # N at the tip, base frame
+            force[:3] = state.pose[:3, :3].T @ world
+            arm.servo_jf(state.body_effort(force), cartesian=True)
+            if locked:
+                goal = arm.q_ref.copy()
+                goal[:7] = lock.goal(arm.q, arm.q_ref, period)
+                arm.set_locked_goal(goal)
+            arm.advance(period)
+        end = kinematics.poses(arm.q[None])[0]
+        moved = float(np.linalg.norm(end[:3, 3] - start[:3, 3]))
+        turned = float(np.linalg.norm(rotation_vector(end[:3, :3] @ start[:3, :3].T)))
+        return moved, turned, arm
+
+    moved, turned, arm = pushed(True)
+    free_moved, free_turned, _ = pushed(False)
+    print(f"locked: tip moved {1e3 * moved:.1f} mm, turned {turned:.4f} rad; free: {1e3 * free_moved:.1f} mm, "
+          f"{free_turned:.4f} rad")
+    assert moved > 0.01 and free_moved > 0.01
+    assert turned < 0.01 < free_turned
+    assert arm.mode == EFFORT and arm.locked[3:7].all() and not arm.locked[:3].any()
+    setpoint, _ = arm.setpoint()
+    assert setpoint[:3] == pytest.approx(arm.q[:3]) and setpoint[3:7] == pytest.approx(arm.q_ref[3:7])
+    arm.hold()
+    assert arm.mode == POSITION and not arm.locked.any()
+
+
+@pytest.mark.ros
+def test_the_simulated_mtm_serves_poses_and_locks_its_wrist(ros_env, rclpy_context, nodes_env, tmp_path: Path):
+    """The MTM's Cartesian commands through its topics: servo_cp (one inverse kinematics, the setpoint at the
+    pose's joints), move_cp (a move whose setpoint ends at the pose), then lock_orientation in Cartesian effort
+    mode: a body force moves the tip while its orientation stays locked (orientation_locked true), and
+    unlock_orientation ends it (false)."""
+    from geometry_msgs.msg import PoseStamped, Quaternion, WrenchStamped
+    from helpers.ros_probe import Probe
+    from sensor_msgs.msg import JointState
+    from std_msgs.msg import Bool, Empty
+
+    from dvrk_ident_ros.app.launcher import NodeProcess
+    from dvrk_ident_ros.nodes.sim_cartesian import pose_message, pose_of
+    from dvrk_ident_ros.sim.cartesian import rotation_vector
+
+    probe = Probe(rclpy_context, "mtm_cartesian_probe")
+    setpoints = probe.collect(JointState, "/MTML/setpoint_js")
+    poses = probe.collect(PoseStamped, "/MTML/measured_cp")
+    locked = probe.collect(Bool, "/MTML/orientation_locked")
+    arm = ArmCartesian(load_model("mtm"), 7)
+
+    def setpoint_at(goal: np.ndarray) -> bool:
+        return bool(setpoints) and np.max(np.abs(np.asarray(setpoints[-1][1].position)[:7] - goal)) < 1e-6
+
+    try:
+        with NodeProcess("simulated_arm", {"arm": "MTML", "initial_state": "HOMED", "noise": False},
+                         log_dir=tmp_path / "logs", env=nodes_env, name="sim") as sim:
+            pub = {topic: probe.node.create_publisher(kind, f"/MTML/{topic}", 10) for topic, kind in (
+                ("servo_cp", PoseStamped), ("move_cp", PoseStamped), ("body/servo_cf", WrenchStamped),
+                ("lock_orientation", Quaternion), ("unlock_orientation", Empty))}
+            assert probe.spin_until(lambda: all(p.get_subscription_count() for p in pub.values()) and bool(poses)
+                                    and bool(setpoints), 20.0), sim.tail(10)
+            q0 = np.asarray(setpoints[-1][1].position)[:7]
+            near = q0 + np.array([0.02, -0.02, 0.02, 0.0, 0.0, 0.0, 0.0])
+            pub["servo_cp"].publish(pose_message(arm.poses(near[None])[0], None, "MTML_base"))
+            assert probe.spin_until(lambda: bool(setpoints) and np.linalg.norm(arm.poses(np.asarray(
+                setpoints[-1][1].position)[None, :7])[0][:3, 3] - arm.poses(near[None])[0][:3, 3]) < 1e-6, 10.0), \
+                sim.tail(10)
+            goal = q0 + np.array([0.1, 0.1, -0.1, 0.2, -0.2, 0.2, 0.3])
+            pub["move_cp"].publish(pose_message(arm.poses(goal[None])[0], None, "MTML_base"))
+            assert probe.spin_until(lambda: bool(setpoints) and np.linalg.norm(arm.poses(np.asarray(
+                setpoints[-1][1].position)[None, :7])[0][:3, 3] - arm.poses(goal[None])[0][:3, 3]) < 1e-6
+                and not setpoint_at(near), 20.0), sim.tail(10)
+            probe.spin_for(0.5)
+            pub["body/servo_cf"].publish(WrenchStamped())
+            probe.spin_for(0.3)
+            start = pose_of(poses[-1][1])
+            orientation = pose_message(start, None, "").pose.orientation
+            pub["lock_orientation"].publish(orientation)
+            assert probe.spin_until(lambda: bool(locked) and locked[-1][1].data, 5.0), sim.tail(10)
+            push = WrenchStamped()
+            push.wrench.force.x, push.wrench.force.y = 0.3, 0.2  # N at the tip, in its frame
+            pub["body/servo_cf"].publish(push)
+            probe.spin_for(0.25)
+            pub["body/servo_cf"].publish(WrenchStamped())
+            probe.spin_for(0.5)
+            end = pose_of(poses[-1][1])
+            moved = float(np.linalg.norm(end[:3, 3] - start[:3, 3]))
+            turned = float(np.linalg.norm(rotation_vector(end[:3, :3] @ start[:3, :3].T)))
+            print(f"locked MTM: tip moved {1e3 * moved:.1f} mm, turned {turned:.4f} rad")
+            assert moved > 0.005 and turned < 0.01, (moved, turned, sim.tail(10))
+            pub["unlock_orientation"].publish(Empty())
+            assert probe.spin_until(lambda: not locked[-1][1].data, 5.0), sim.tail(10)
+    finally:
+        probe.close()

@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
-from geometry_msgs.msg import PoseStamped, TwistStamped, WrenchStamped
+from geometry_msgs.msg import Pose, PoseStamped, Quaternion, TwistStamped, WrenchStamped
 from rclpy.node import Node
-from std_msgs.msg import Float64MultiArray, MultiArrayDimension
+from std_msgs.msg import Bool, Float64MultiArray, MultiArrayDimension
 
 from dvrk_ident_ros.errors import DataError
-from dvrk_ident_ros.sim.cartesian import ArmCartesian, CartesianState
+from dvrk_ident_ros.sim.cartesian import ArmCartesian, CartesianState, OrientationLock
 
 POSES = ("measured_cp", "setpoint_cp", "local/measured_cp", "local/setpoint_cp")
 WRENCHES = ("body/measured_cf", "spatial/measured_cf")
@@ -167,10 +167,59 @@ class CartesianCommands:
     joint move), ``body/servo_cf`` and ``spatial/servo_cf`` (effort mode, J^T w; a body wrench in the base
     frame's orientation once ``body/set_cf_orientation_absolute`` is true), and the kinematics services."""
 
-    def __init__(self, sim, topics: CartesianTopics, jaw_effort: Callable[[], float]):
+    def __init__(self, sim, topics: CartesianTopics, jaw_effort: Callable[[], float], event_qos=None):
         self.sim, self.topics, self.jaw_effort = sim, topics, jaw_effort
         self.kinematics = topics.kinematics
         self.joints = topics.joints
+        self.lock: OrientationLock | None = None
+        self._locked_pub = None
+        if event_qos is not None:  # an MTM: its wrist (platform, pitch, yaw, roll) can be locked
+            wrist = np.zeros(sim.dof, dtype=bool)
+            wrist[3:7] = True
+            self.lock = OrientationLock(self.kinematics, wrist, sim.config.move_speed)
+            self._locked_pub = topics.node.create_publisher(Bool, f"/{topics.arm}/orientation_locked", event_qos)
+
+    def lock_orientation(self, msg: Quaternion) -> None:
+        """The MTM's ``lock_orientation``: the orientation (in the ``measured_cp`` frame) its wrist holds while the
+        arm is in Cartesian effort mode; no readiness asked, as the console's."""
+        if self.lock is None:
+            raise DataError("lock_orientation: only an MTM's wrist locks")
+        pose = Pose()
+        pose.orientation = msg
+        self.lock.lock(pose_of(pose)[:3, :3])
+        wrist = np.zeros(self.sim.dof, dtype=bool)
+        wrist[np.flatnonzero(self.lock.wrist)] = True
+        self.sim.lock_joints(wrist)
+        self._locked(True)
+
+    def unlock_orientation(self, msg=None) -> None:
+        if self.lock is None:
+            raise DataError("unlock_orientation: only an MTM's wrist locks")
+        self.lock.unlock()
+        self.sim.unlock_joints()
+        self._locked(False)
+
+    def _locked(self, on: bool) -> None:
+        if self._locked_pub is not None:
+            self._locked_pub.publish(Bool(data=on))
+
+    def follow(self, dt: float) -> None:
+        """One control period of the orientation lock (the caller holds the node's lock): the wrist's setpoint
+        towards the locked orientation while the arm is in effort mode; a lock the arm released (a position
+        command, a joint servo_jf, free) ends here."""
+        lock = self.lock
+        if lock is None or lock.rotation is None:
+            return
+        if not self.sim.locked.any():
+            lock.unlock()
+            self._locked(False)
+            return
+        if self.sim.mode != "effort" or not self.sim.ready:
+            return
+        n = self.joints
+        goal = self.sim.q_ref.copy()
+        goal[:n] = lock.goal(self.sim.q, self.sim.q_ref, dt)
+        self.sim.set_locked_goal(goal)
 
     def _clamp(self, q: np.ndarray) -> np.ndarray:
         full = self.sim.q_ref.copy()
@@ -207,7 +256,7 @@ class CartesianCommands:
         effort[:self.joints] = state.body_effort(wrench) if body else state.spatial_effort(wrench)
         if self.joints < self.sim.dof:
             effort[self.joints:] = self.jaw_effort()
-        self.sim.servo_jf(effort)
+        self.sim.servo_jf(effort, cartesian=True)
 
     def forward_kinematics(self, request, response):
         """The tip's pose at ``request.jp`` (all the kinematic joints; the simulated arm has no link-N answer)."""

@@ -225,16 +225,17 @@ class SimulatedArmNode(Node):
         sub("move_jr", JointState, self._move_jr)
         self._jaw_effort = 0.0
         self._cartesian = CartesianTopics(self, self.arm, config.model, spec.arm_joints, spec.jaw_index, STATE_QOS)
-        self._commands = CartesianCommands(self.sim, self._cartesian, lambda: self._jaw_effort)
+        self._commands = CartesianCommands(self.sim, self._cartesian, lambda: self._jaw_effort,
+                                           EVENT_QOS if spec.gripper else None)
         sub("servo_cp", PoseStamped, self._commands.servo_cp)
         sub("move_cp", PoseStamped, self._commands.move_cp)
         sub("body/servo_cf", WrenchStamped, lambda msg: self._commands.servo_cf(msg, body=True))
         sub("spatial/servo_cf", WrenchStamped, lambda msg: self._commands.servo_cf(msg, body=False))
         sub("body/set_cf_orientation_absolute", Bool, lambda msg: setattr(self._cartesian, "absolute", bool(msg.data)),
             COMMAND_QOS)
-        if spec.gripper:  # the MTM's: taken so that the dVRK's client connects, refused with the reason
-            for topic, kind in (("lock_orientation", Quaternion), ("unlock_orientation", Empty)):
-                sub(topic, kind, lambda msg, topic=topic: self._not_simulated(topic), COMMAND_QOS)
+        if spec.gripper:  # the MTM's; servo_ci taken so that the dVRK's client connects, refused with the reason
+            sub("lock_orientation", Quaternion, self._commands.lock_orientation, COMMAND_QOS)
+            sub("unlock_orientation", Empty, self._commands.unlock_orientation, COMMAND_QOS)
             if self._crtk is not None and hasattr(self._crtk, "CartesianImpedance"):
                 sub("servo_ci", self._crtk.CartesianImpedance, lambda msg: self._not_simulated("servo_ci"))
         services = crtk_services()
@@ -422,7 +423,7 @@ class SimulatedArmNode(Node):
         self._move_jp(absolute)
 
     def _not_simulated(self, topic: str) -> None:
-        raise DvrkIdentError(f"{topic} is not simulated (the wrist's orientation lock and the Cartesian impedance); "
+        raise DvrkIdentError(f"{topic} is not simulated (the Cartesian impedance); "
                              "the arm keeps its command")
 
     def _move_jp(self, msg: JointState) -> None:
@@ -524,6 +525,7 @@ class SimulatedArmNode(Node):
 
     def _publish(self, stamp: Time) -> None:
         """One state sample on every topic (zeros and stamp 0 while the data is invalid), then the events."""
+        self._commands.follow(1.0 / self.publish_rate)
         sample, stamp, builtin = self._sample_to_publish(stamp)
         valid_stamp = stamp if sample.valid else INVALID_STAMP
         n = self.arm_joints

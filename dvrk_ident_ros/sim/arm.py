@@ -207,6 +207,7 @@ class SimulatedArm:
         self.effort = np.zeros(self.dof)  # what the arm applies (dVRK joint space)
         self.effort_command = np.zeros(self.dof)
         self.mode = POSITION
+        self.locked = np.zeros(self.dof, dtype=bool)  # in effort mode, joints the PID holds (an MTM's locked wrist)
         # the dVRK 2.4 console's own PSM/ECM compensation (kinematic_gc): its chain's torques, not the truth's
         if kinematic_gc is not None and str(dvrk_version) != "2.4":
             raise DvrkIdentError(f"kinematic_gc is an input of the dVRK 2.4 console, not of {dvrk_version}")
@@ -410,6 +411,7 @@ class SimulatedArm:
             return
         self._cancel_move()
         self.mode = POSITION
+        self.locked[:] = False
         if self._by_stamp:
             self._record_lateness(self.time - stamp)
         self.q_ref = np.where(fresh, q, self.q_ref)
@@ -468,6 +470,7 @@ class SimulatedArm:
         self._cancel_move()
         self._drop_pending()
         self.mode = POSITION
+        self.locked[:] = False
         self._move = (self.time, start.copy(), q, duration)
         self._flush_status(force=True)  # busy, even when a move was already running
         return duration
@@ -486,13 +489,43 @@ class SimulatedArm:
             self._move = None  # joined, not interrupted: no goal_reached false
         return self.move_jp(q)
 
-    def servo_jf(self, effort) -> None:
+    def servo_jf(self, effort, *, cartesian: bool = False) -> None:
+        """Effort mode at ``effort``; a joint command (not ``cartesian``: the efforts of a ``servo_cf`` wrench)
+        releases the locked joints, as the dVRK's switch out of Cartesian space does."""
         self.require_ready("servo_jf", effort=True)
         self.effort_command = self.checker.torque(effort, "servo_jf effort")
         self._cancel_move()
         self._drop_pending()
+        if not cartesian:
+            self.locked[:] = False
+        if self.mode != EFFORT and self.locked.any():  # the locked joints held from where they are
+            self._hold_locked(self.locked)
         self.mode = EFFORT
         self._flush_status()
+
+    def lock_joints(self, joints) -> None:
+        """In effort mode, ``joints`` (a bool mask) are held by the PID at their setpoint (:meth:`set_locked_goal`),
+        the others take their efforts: the MTM's orientation lock (its wrist in position mode). Released by any
+        position command, a joint ``servo_jf``, ``free`` or :meth:`unlock_joints`."""
+        mask = np.asarray(joints, dtype=bool)
+        if self.mode == EFFORT:
+            self._hold_locked(mask & ~self.locked)
+        self.locked = mask.copy()
+
+    def unlock_joints(self) -> None:
+        self.locked[:] = False
+
+    def _hold_locked(self, joints: np.ndarray) -> None:
+        self.servo.integral[joints] = 0.0
+        self.q_ref = np.where(joints, self.q, self.q_ref)
+        self.qd_ref = np.where(joints, 0.0, self.qd_ref)
+
+    def set_locked_goal(self, goal) -> None:
+        """The locked joints' setpoint (dVRK joint space, all joints; the others' values are not read), clipped to the
+        limits."""
+        q = self.checker.finite(goal, "locked joints' goal")
+        q = self.checker.clamp_position(np.where(self.locked, q, self.q_ref))
+        self.q_ref = np.where(self.locked, q, self.q_ref)
 
     def free(self) -> None:
         """crtk ``free``: effort mode at 0 N m (the dVRK's own compensation, if on, still carries the arm)."""
@@ -510,6 +543,7 @@ class SimulatedArm:
         self._drop_pending()
         self.servo.reset()
         self.mode = POSITION
+        self.locked[:] = False
         self.q_ref, self.qd_ref = self.q.copy(), np.zeros(self.dof)
         self._servo_time[:] = self.time
         self._servo_until[:] = self.time
@@ -633,6 +667,9 @@ class SimulatedArm:
         else:
             tau = self.effort_command if compensation is None else self.effort_command + compensation
             tau = np.clip(tau, -limit, limit)
+            if self.locked.any():
+                held = self.servo.command(self.q, self.qd, self.q_ref, self.qd_ref, self.dt, compensation)
+                tau = np.where(self.locked, held, tau)
         self.effort = tau
         resisting = self.hysteresis.torque(self.q)
         self.state = self.physics.step_euler(self.state, self.model.motor_torque_from_dvrk(tau - resisting), self.dt)
@@ -676,7 +713,9 @@ class SimulatedArm:
 
     def setpoint(self) -> tuple[np.ndarray, np.ndarray]:
         """Position setpoint and commanded effort."""
-        return (self.q_ref.copy() if self.mode == POSITION else self.q.copy()), self.effort.copy()
+        if self.mode == POSITION:
+            return self.q_ref.copy(), self.effort.copy()
+        return np.where(self.locked, self.q_ref, self.q), self.effort.copy()
 
     def sample(self) -> Sample:
         """What the dVRK publishes: measured and setpoint while the data is valid (ENABLED or PAUSED,

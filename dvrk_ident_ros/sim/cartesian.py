@@ -149,3 +149,50 @@ class ArmCartesian:
         raise DataError(f"inverse kinematics: no joint positions within the limits reach the pose (left "
                         f"{1e3 * np.linalg.norm(error[:3]):.3g} mm, {np.degrees(np.linalg.norm(error[3:])):.3g} deg "
                         f"after {IK_ITERATIONS} steps)")
+
+
+class OrientationLock:
+    """The MTM's ``lock_orientation`` (sawIntuitiveResearchKit mtsIntuitiveResearchKitMTM): while the arm is in
+    Cartesian effort mode, its wrist joints (``wrist``, a bool mask of the kinematic joints) follow the
+    inverse kinematics of the locked orientation at the tip's current position, in position mode; the other
+    joints keep their efforts (J^T w). Here each :meth:`goal` takes damped least-squares steps on the wrist's
+    rotation rows alone (the tip's position is the arm's, not the wrist's to reach), and the setpoint moves
+    towards the solution at most ``speed`` (rad/s per joint), as the console's joint trajectory does."""
+
+    ITERATIONS = 5
+
+    def __init__(self, kinematics: ArmCartesian, wrist: np.ndarray, speed: np.ndarray):
+        self.kinematics = kinematics
+        self.wrist = np.asarray(wrist, dtype=bool)[:kinematics.joints]
+        self.speed = np.asarray(speed, dtype=float)[:kinematics.joints]
+        self.rotation: np.ndarray | None = None  # the locked orientation, base frame
+
+    def lock(self, rotation: np.ndarray) -> None:
+        R = np.asarray(rotation, dtype=float)
+        if R.shape != (3, 3) or not np.all(np.isfinite(R)) or not np.allclose(R @ R.T, np.eye(3), atol=1e-6):
+            raise DataError("lock_orientation: expected a rotation (a finite unit quaternion)")
+        self.rotation = R.copy()
+
+    def unlock(self) -> None:
+        self.rotation = None
+
+    def goal(self, q: np.ndarray, setpoint: np.ndarray, dt: float) -> np.ndarray:
+        """The wrist's next setpoint (kinematic joints; the others as in ``setpoint``) from the measured joints
+        ``q``, ``dt`` s after the last."""
+        if self.rotation is None:
+            raise DataError("orientation lock: no orientation locked")
+        n = self.kinematics.joints
+        solution = np.asarray(q, dtype=float)[:n].copy()
+        columns = np.flatnonzero(self.wrist)
+        for _ in range(self.ITERATIONS):
+            state = self.kinematics.state(solution)
+            R = state.pose[:3, :3]
+            error = rotation_vector(self.rotation @ R.T)
+            if np.max(np.abs(error)) < IK_TOLERANCE:
+                break
+            J = R @ state.body_jacobian[3:, columns]
+            solution[columns] += J.T @ np.linalg.solve(J @ J.T + IK_DAMPING * np.eye(3), error)
+        goal = np.asarray(setpoint, dtype=float)[:n].copy()
+        step = np.clip(solution - goal, -self.speed * dt, self.speed * dt)
+        goal[columns] += step[columns]
+        return goal
