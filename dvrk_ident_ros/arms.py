@@ -63,6 +63,7 @@ class ArmSpec:
     models: tuple[str, ...]  # the descriptions of this family: ``model`` first, then others (psm_simplified)
     console_gc: Path | None = None  # the dVRK console's physical-DH gravity chain (kinematic_gc): its template
     console_gc_default: Path | None = None  # the chain the console loads without kinematic_gc (None: no gravity)
+    console_kinematics: Path | None = None  # the console's DH chain and tool tip (measured_cp); None: the description's
     generation: str = "classic"  # classic or si: the family an arm name shared by both means (GENERATION_VARIABLE)
 
     @property
@@ -289,4 +290,5 @@ def _parse(path: Path, raw: dict[str, Any], spec: dict[str, Any]) -> ArmSpec:
         estimators=names("estimators", estimator_names()), compensations=names("compensations", compensation_names()),
         compensation_torque_limit=limits, trajectory=relative("trajectory"), base_frequency=float(frequency),
         simulation=relative("simulation"), models=(model, *(m.lower() for m in names("models", required=False))),
-        console_gc=relative("console_gc"), console_gc_default=relative("console_gc_default"), generation=generation)
+        console_gc=relative("console_gc"), console_gc_default=relative("console_gc_default"),
+        console_kinematics=relative("console_kinematics"), generation=generation)

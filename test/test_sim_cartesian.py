@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from dvrk_ident_ros.model.arm_model import load_model
-from dvrk_ident_ros.sim.cartesian import ArmCartesian
+from dvrk_ident_ros.sim.cartesian import ArmCartesian, arm_cartesian
 
 
 def _geometric_jacobian(model, q: np.ndarray) -> np.ndarray:
@@ -111,7 +111,7 @@ def test_the_simulated_psm_answers_kinematics_and_moves_to_a_pose(ros_env, rclpy
 
     probe = Probe(rclpy_context, "kinematics_probe")
     setpoints = probe.collect(JointState, "/PSM1/setpoint_js")
-    arm = ArmCartesian(load_model("psm"), 6, jaw=6)
+    arm = arm_cartesian("PSM1")
     goal = np.array([0.2, -0.1, 0.14, 0.3, 0.1, -0.2])
     try:
         with NodeProcess("simulated_arm", {"arm": "PSM1", "initial_state": "HOMED", "noise": False},
@@ -129,7 +129,15 @@ def test_the_simulated_psm_answers_kinematics_and_moves_to_a_pose(ros_env, rclpy
             assert answer.result
             p = answer.cp.position
             assert [p.x, p.y, p.z] == pytest.approx(arm.poses(goal[None])[0][:3, 3], abs=1e-9)
-            assert not call(fk, QueryForwardKinematics.Request(jp=[0.1] * 7)).result
+            too_many = call(fk, QueryForwardKinematics.Request(jp=[0.1] * 7))
+            assert not too_many.result and too_many.message == "too many joints"
+            link = call(fk, QueryForwardKinematics.Request(jp=goal[:3].tolist()))  # link 3: no tool tip
+            assert link.result
+            assert [link.cp.position.x, link.cp.position.y, link.cp.position.z] == pytest.approx(
+                arm.link_pose(goal, 3)[:3, 3], abs=1e-9)
+            # by hand: the shaft from the remote centre; 1e-6 since the files' offsets are 1.5708, not pi/2
+            assert link.cp.position.z == pytest.approx(-(goal[2] - 0.4318) * np.cos(goal[1]) * np.cos(goal[0]),
+                                                       abs=1e-6)
             request = QueryInverseKinematics.Request(jp=(goal + 0.05).tolist())
             request.cp = answer.cp
             solved = call(ik, request)
@@ -170,7 +178,7 @@ def test_the_simulated_psm_publishes_its_cartesian_side(ros_env, rclpy_context, 
                          log_dir=tmp_path / "logs", env=nodes_env, name="sim") as sim:
             assert probe.spin_until(lambda: min(len(poses), len(jacobians), len(wrenches), len(states)) > 5, 30.0,
                                     sim.process), sim.tail(20)
-            arm = ArmCartesian(load_model("psm"), 6, jaw=6)
+            arm = arm_cartesian("PSM1")
             pose = poses[-1][1]
             state_msg = next(m for _, m in reversed(states) if m.header.stamp == pose.header.stamp)
             expected = arm.state(np.asarray(state_msg.position))
@@ -304,7 +312,7 @@ def test_the_mtm_s_locked_wrist_keeps_its_orientation_while_the_arm_is_pushed():
 
     def pushed(locked: bool) -> tuple[float, float, SimulatedArm]:
         arm = SimulatedArm(load_sim_config("mtm"), "MTML", noise=False)
-        kinematics = ArmCartesian(arm.model, 7)
+        kinematics = arm_cartesian("MTML", arm.model)
         arm.advance(arm.move_jp([0.1, 0.1, 0.2, 0.0, -0.5, 0.2, 0.3]) + 0.5)
         start = kinematics.poses(arm.q[None])[0]
         wrist = np.zeros(arm.dof, dtype=bool)
@@ -364,7 +372,7 @@ def test_the_simulated_mtm_serves_poses_and_locks_its_wrist(ros_env, rclpy_conte
     setpoints = probe.collect(JointState, "/MTML/setpoint_js")
     poses = probe.collect(PoseStamped, "/MTML/measured_cp")
     locked = probe.collect(Bool, "/MTML/orientation_locked")
-    arm = ArmCartesian(load_model("mtm"), 7)
+    arm = arm_cartesian("MTML")
 
     def setpoint_at(goal: np.ndarray) -> bool:
         return bool(setpoints) and np.max(np.abs(np.asarray(setpoints[-1][1].position)[:7] - goal)) < 1e-6
@@ -410,3 +418,59 @@ def test_the_simulated_mtm_serves_poses_and_locks_its_wrist(ros_env, rclpy_conte
             assert probe.spin_until(lambda: not locked[-1][1].data, 5.0), sim.tail(10)
     finally:
         probe.close()
+
+
+@pytest.mark.parametrize(("name", "joints", "jaw", "tolerance"), [
+    ("psm", 6, 6, 1e-6), ("ecm_classic", 4, None, 1e-6),
+    ("mtm", 7, None, 1e-3),  # the description's forearm offset h is 0.151 m, the console's 0.1506
+])
+def test_the_console_s_chain_puts_the_tip_where_the_description_does(name: str, joints: int, jaw, tolerance: float):
+    """The console's DH chain (config/console_kinematics, from the dVRK's kinematic and tool files) and the
+    package's own description are two independent constructions of one arm: at 20 random poses inside the
+    limits their tip points differ by one rigid motion (the two base frames). (The Si arms' descriptions are the
+    console's gravity chains, exact for statics only: their tips are not the kinematic chain's.)"""
+    from dvrk_ident_ros.arms import arm_spec
+    from dvrk_ident_ros.model.console_kinematics import load_kinematics
+    from dvrk_ident_ros.safety import CommandChecker
+
+    model = load_model(name)
+    spec = arm_spec(name)
+    assert spec.console_kinematics is not None
+    console = ArmCartesian(model, joints, jaw, load_kinematics(spec.console_kinematics))
+    description = ArmCartesian(model, joints, jaw)
+    checker = CommandChecker(model)
+    rng = np.random.default_rng(7)
+    lower, upper = checker.lower[:joints], checker.upper[:joints]
+    q = lower + (upper - lower) * (0.1 + 0.8 * rng.random((20, joints)))
+    a, b = description.poses(q)[:, :3, 3], console.poses(q)[:, :3, 3]
+    ca, cb = a.mean(axis=0), b.mean(axis=0)
+    u, _, vt = np.linalg.svd((a - ca).T @ (b - cb))
+    R = vt.T @ np.diag([1.0, 1.0, np.linalg.det(vt.T @ u.T)]) @ u.T
+    residual = np.abs((a - ca) @ R.T + cb - b).max()
+    print(f"{name}: tips equal to {residual:.2e} m after one rigid motion (spread {np.ptp(b, axis=0).round(3)} m)")
+    assert residual < tolerance
+    assert np.ptp(b, axis=0).max() > 0.05  # the poses spread: the match is not a point's
+
+
+def test_the_console_s_chain_gives_the_tip_and_its_links_as_cisst_does():
+    """Hand-computed frames (cisst robManipulator, the files' numbers): the PSM's tip on the shaft at zero
+    angles, insertion 0.12: z = -(0.12 - 0.4318 + 0.4162), then the wrist's 0.0091 along the tip's own z, its
+    axes the tool-tip offset's; link 3 (the insertion's frame) has no tool tip; the MTM at zero; a file that is
+    not a chain is refused."""
+    from dvrk_ident_ros.errors import DataError
+    from dvrk_ident_ros.model.console_kinematics import load_kinematics, parse_kinematics
+
+    config = Path(__file__).resolve().parent.parent / "config" / "console_kinematics"
+    psm = load_kinematics(config / "psm.yaml")
+    tip = psm.forward(np.array([0.0, 0.0, 0.12, 0.0, 0.0, 0.0]))[0]
+    assert tip[:3, 3] == pytest.approx([0.0, 0.0, -(0.12 - 0.4318 + 0.4162 + 0.0091)], abs=1e-4)
+    insertion = psm.forward(np.array([0.0, 0.0, 0.12]), 3)[0]
+    assert insertion[:3, 3] == pytest.approx([0.0, 0.0, -(0.12 - 0.4318)], abs=1e-4)
+    assert psm.forward(np.zeros(6), 0)[0] == pytest.approx(np.eye(4))
+    mtm = load_kinematics(config / "mtm.yaml")
+    assert mtm.forward(np.zeros(7))[0][:3, 3] == pytest.approx([0.0, -0.3645, -(0.2794 - 0.1506)], abs=1e-4)
+    for bad in ({"convention": "hayati", "links": [[0, 0, 0, 0, 0, "r"]]}, {"convention": "modified", "links": []},
+                {"convention": "modified", "links": [[0, 0, 0, 0, "r"]]},
+                {"convention": "modified", "links": [[0, 0, 0, 0, 0, "r"]], "tool_tip": [[2, 0, 0, 0]] * 4}):
+        with pytest.raises(DataError):
+            parse_kinematics(bad)

@@ -79,9 +79,9 @@ def wrench_of(msg: WrenchStamped) -> np.ndarray:
 class CartesianTopics:
     """Publishers and command subscriptions of one simulated arm's Cartesian side."""
 
-    def __init__(self, node: Node, arm: str, model, joints: int, jaw: int | None, state_qos):
-        self.node, self.arm, self.joints = node, arm, joints
-        self.kinematics = ArmCartesian(model, joints, jaw)
+    def __init__(self, node: Node, arm: str, kinematics: ArmCartesian, state_qos):
+        self.node, self.arm, self.joints = node, arm, kinematics.joints
+        self.kinematics = kinematics
         self.frame = f"{arm}_base"
         topics = [*(t for t in POSES), "measured_cv", *WRENCHES, *JACOBIANS]
         types = {**dict.fromkeys(POSES, PoseStamped), "measured_cv": TwistStamped,
@@ -259,14 +259,19 @@ class CartesianCommands:
         self.sim.servo_jf(effort, cartesian=True)
 
     def forward_kinematics(self, request, response):
-        """The tip's pose at ``request.jp`` (all the kinematic joints; the simulated arm has no link-N answer)."""
+        """The tip's pose at ``request.jp`` (all the kinematic joints), or with fewer, link N's frame (no tool
+        tip), as the console answers; more joints than the arm's: "too many joints"."""
         jp = np.asarray(request.jp, dtype=float)
-        if jp.size != self.joints or not np.all(np.isfinite(jp)):
+        if jp.size > self.joints or not np.all(np.isfinite(jp)):
             response.result = False
-            response.message = (f"{jp.size} joint positions: the simulated arm answers for its {self.joints} "
-                                "kinematic joints, all finite")
+            response.message = "too many joints" if jp.size > self.joints else "joint positions not finite"
             return response
-        response.cp = pose_message(self.kinematics.poses(jp[None])[0], None, "").pose
+        try:
+            pose = self.kinematics.link_pose(jp, jp.size)
+        except DataError as exc:
+            response.result, response.message = False, str(exc)
+            return response
+        response.cp = pose_message(pose, None, "").pose
         response.result, response.message = True, ""
         return response
 

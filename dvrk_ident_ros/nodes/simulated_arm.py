@@ -99,6 +99,7 @@ from dvrk_ident_ros.nodes.common import (
 from dvrk_ident_ros.nodes.sim_cartesian import CartesianCommands, CartesianTopics, crtk_services
 from dvrk_ident_ros.parameters.simulated_arm import SCHEMA as PARAMETERS
 from dvrk_ident_ros.sim.arm import SERVO_CLOCK, Sample, SimulatedArm
+from dvrk_ident_ros.sim.cartesian import arm_cartesian
 from dvrk_ident_ros.sim.config import load_sim_config
 from dvrk_ident_ros.sim.operating import ArmNotReadyError
 from dvrk_ident_ros.sim.pacing import RealTimePacer, WallClockSchedule
@@ -224,7 +225,7 @@ class SimulatedArmNode(Node):
         timed("servo_jr", self._servo_jr)
         sub("move_jr", JointState, self._move_jr)
         self._jaw_effort = 0.0
-        self._cartesian = CartesianTopics(self, self.arm, config.model, spec.arm_joints, spec.jaw_index, STATE_QOS)
+        self._cartesian = CartesianTopics(self, self.arm, arm_cartesian(self.arm, config.model), STATE_QOS)
         self._commands = CartesianCommands(self.sim, self._cartesian, lambda: self._jaw_effort,
                                            EVENT_QOS if spec.gripper else None)
         sub("servo_cp", PoseStamped, self._commands.servo_cp)

@@ -2,9 +2,9 @@
 computes it (sawIntuitiveResearchKit mtsIntuitiveResearchKitArm::get_robot_data, cisst robManipulator's
 Jacobians):
 
-- the tip: the description's last frame with the jaw (if any) closed, in the arm's base frame (``local``; the
-  simulated arm has no base frame of its own, so ``measured_cp`` is ``local/measured_cp``). No tool-tip offset
-  beyond the description's frames;
+- the tip: the console's own DH chain and tool-tip offset (model/console_kinematics.py) where the arm has one,
+  else the description's last frame with the jaw (if any) closed, in the arm's base frame (``local``; the
+  simulated arm has no base frame of its own, so ``measured_cp`` is ``local/measured_cp``);
 - Jacobians over the kinematic joints (the arm's joints without the jaw), 6 x N, linear rows first. Body:
   (R^T p_dot, R^T omega) of the tip; spatial: Ad(T) times the body Jacobian (the velocity of the point at
   the base origin, and omega, in the base frame);
@@ -12,8 +12,7 @@ Jacobians):
 - ``measured_cf``: pinv(J^T) tau over the kinematic joints, body (force at the tip, in the tip frame) and
   spatial (about the base origin, in the base frame); a ``servo_cf`` wrench is tau = J^T w.
 
-The Jacobians come from central differences of the forward kinematics in dVRK joint space (the description's
-couplings and parallelograms included), step ``STEP``.
+The Jacobians come from central differences of the forward kinematics in dVRK joint space, step ``STEP``.
 """
 from __future__ import annotations
 
@@ -23,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dvrk_ident_ros.errors import DataError
+from dvrk_ident_ros.model.console_kinematics import ConsoleKinematics
 
 STEP = 1e-6  # rad (m): the central differences' step
 IK_TOLERANCE = 1e-9  # m and rad: the pose error a solution leaves at most
@@ -90,12 +90,16 @@ class CartesianState:
 
 class ArmCartesian:
     """The Cartesian side of one arm model: ``joints`` kinematic joints (dVRK order), the jaw (``jaw``, an index
-    of the model's dVRK joints, or None) held closed."""
+    of the model's dVRK joints, or None) held closed. With ``chain`` (the console's own DH chain and tool tip,
+    model/console_kinematics.py) the tip is the console's; without, the description's last frame."""
 
-    def __init__(self, model, joints: int, jaw: int | None = None):
+    def __init__(self, model, joints: int, jaw: int | None = None, chain: ConsoleKinematics | None = None):
         self.model = model
         self.joints = int(joints)
         self.jaw = jaw
+        if chain is not None and chain.joints != self.joints:
+            raise DataError(f"{chain.source}: {chain.joints} links for an arm of {self.joints} kinematic joints")
+        self.chain = chain
 
     def _full(self, q: np.ndarray) -> np.ndarray:
         """Kinematic joints (B x N) -> the model's dVRK joints, the rest (the jaw) 0."""
@@ -106,7 +110,19 @@ class ArmCartesian:
     def poses(self, q: np.ndarray) -> np.ndarray:
         """The tip's 4x4 poses (B x 4 x 4) at kinematic joint positions ``q`` (B x N)."""
         q = np.atleast_2d(np.asarray(q, dtype=float))
+        if self.chain is not None:
+            return self.chain.forward(q[:, :self.joints])
         return self.model.forward_kinematics(self.model.motor_from_dvrk(self._full(q)))[:, -1]
+
+    def link_pose(self, q: np.ndarray, links: int) -> np.ndarray:
+        """The console's ``forward_kinematics`` for ``links`` joints: link ``links``'s frame (4x4; 0: the base),
+        the tool tip when every kinematic joint is given; DataError without the console's chain for fewer."""
+        q = np.asarray(q, dtype=float)
+        if links == self.joints:
+            return self.poses(q[None, :links])[0]
+        if self.chain is None:
+            raise DataError(f"{links} joint positions: without the console's chain only the tip ({self.joints} joints)")
+        return self.chain.forward(q[None, :links], links)[0]
 
     def state(self, q: np.ndarray) -> CartesianState:
         """Pose and Jacobians at ``q`` (N kinematic joints), one batched kinematics call."""
@@ -196,3 +212,16 @@ class OrientationLock:
         step = np.clip(solution - goal, -self.speed * dt, self.speed * dt)
         goal[columns] += step[columns]
         return goal
+
+
+def arm_cartesian(name: str, model=None) -> ArmCartesian:
+    """The Cartesian side of the registry's arm or family ``name`` (its kinematic joints, its jaw closed), on the
+    console's own chain where the arm has one (``console_kinematics``)."""
+    from dvrk_ident_ros.arms import arm_spec
+    from dvrk_ident_ros.model.arm_model import load_model
+    from dvrk_ident_ros.model.console_kinematics import load_kinematics
+
+    spec = arm_spec(name)
+    chain = load_kinematics(spec.console_kinematics) if spec.console_kinematics is not None else None
+    return ArmCartesian(model if model is not None else load_model(spec.model), spec.arm_joints, spec.jaw_index,
+                        chain)
