@@ -16,8 +16,10 @@ under each of two noise seeds. The files, each checked at every pose with the no
 Printed per file: the score's median and extremes over the poses and the poses refused. Then the real arm's
 own file at its held-out sweeps (../shared), the drift of the wrong files where they were accepted, and the
 take-over guard (gc/takeover_guard.py) run at every accepted (file, pose): what it stops. Then the same for the
-PSM (:func:`psm`): models identified on the simulated PSM1 and refitted to its holds (right), and on perturbed
-PSMs (wrong), checked by ModelFitCheck at random poses of the arm as shipped and with static friction.
+PSM (:func:`psm`): models identified on the simulated PSM1 (right) and on perturbed PSMs (wrong), each refitted to
+the static holds of the arm it is checked on, checked by ModelFitCheck at random poses of the arm as shipped and
+with static friction. The narrow grid's files are also checked inside the range their grid covers (printed apart;
+the pass counts them at the design grid's poses, outside it).
 Pass: no right file refused or stopped, no wrong file left compensating. ``DVRK_IDENT_BENCH_FIT_ARMS``
 ("mtm,psm") chooses the arms.
 """
@@ -56,10 +58,14 @@ WORKERS = 2
 
 
 def _law(data, source: str, orders: dict[int, int] | None = None) -> CompensationLaw:
+    """The file `dvrk-ident gc fit` writes from ``data``, its own fit residual recorded."""
+    from dvrk_ident_ros.gc.mlse import fit_residual
+
     fit = FITS["mlse"](data, orders)
     upper = np.append(data.tau[:, :6].max(0), 0.0)
     lower = np.append(data.tau[:, :6].min(0), 0.0)
-    return CompensationLaw(GcParameters("MTML", source, fit.theta(+1), fit.theta(-1), upper, lower))
+    return CompensationLaw(GcParameters("MTML", source, fit.theta(+1), fit.theta(-1), upper, lower,
+                                        fit_residual=fit_residual(fit, data)))
 
 
 def perturbed(config: SimConfig, spread: float, shift: float, seed: int) -> SimConfig:
@@ -204,6 +210,7 @@ def mtm() -> bool:
     np.savez(out, distance=np.array(distances), right=np.array([r for _, r, _ in files]),
              labels=np.array([label for label, _, _ in files]))
     print(f"  per-joint distances (N m, file x pose x joint) in {out}")
+    narrow_in_range(files)
     real_refused, real_pairs = real_arm_held_out()
     if accepted_wrong:
         drift_of_accepted(accepted_wrong, files[0][2], np.vstack(goals), count)
@@ -215,6 +222,29 @@ def mtm() -> bool:
           f"(goal 0 and 0); with the take-over guard: right files stopped {right_refused + trips}/{right_pairs}, "
           f"wrong files left compensating {wrong_accepted - stopped}/{wrong_pairs}")
     return right_refused + trips == 0 and real_refused == 0 and wrong_accepted - stopped == 0
+
+
+def narrow_in_range(files: list) -> None:
+    """The narrow grid's files where their grid measured the arm: random poses inside the box its poses span
+    (its joints' sweeps of 10-20 deg), under the evaluation seeds, checked as above (no take-over guard)."""
+    narrow = [(label, law) for label, right, law in files if right and "68-pose" in label]
+    if not narrow:
+        return
+    grid = narrow_grid("MTML")
+    box = np.vstack([sweep["poses"] for sweep in grid["sweeps"]])
+    config = load_sim_config("mtm")
+    reference = SimulatedArm(config, "MTML", noise=False)
+    count = int(os.environ.get("DVRK_IDENT_BENCH_FIT_POSES", "30"))
+    held = []
+    for seed in EVAL_SEEDS:
+        poses = random_poses(reference, count, np.random.default_rng(300 + seed), fraction=1.0,
+                             box=(box.min(0), box.max(0)))
+        held.append(holding_efforts(config, poses, seed))
+    for label, law in narrow:
+        check = FitCheck(law)
+        scores = np.array([check.check(q, e).score for qs, es in held for q, e in zip(qs, es, strict=True)])
+        print(f"  {label}, inside its grid's range: score median {np.median(scores):.2f} max {scores.max():.2f}, "
+              f"refused {int(np.sum(scores > 1.0))}/{len(scores)}")
 
 
 def real_arm_held_out() -> tuple[int, int]:
@@ -255,7 +285,7 @@ def guarded_takeover(job: tuple) -> tuple[bool, float, float]:
     if psm:
         config = load_sim_config("psm")
         if psm[0]:
-            config = dataclasses.replace(config, coulomb_velocity={"1": 1e-4, "2": 1e-4, "3": 1e-4})
+            config = sticky_arm(config)
         law = ModelCompensation(config.model, law, np.array(config.spec.compensation_torque_limit, dtype=float))
         arm = SimulatedArm(config, "PSM1", seed=seed)
         guard = TakeoverGuard(GUARD_LIMITS["PSM"])
@@ -335,10 +365,16 @@ PSM_PERTURBATIONS = ((0.05, 0.002, (41, 42, 43)), (0.10, 0.005, (51, 52, 53)))
 PSM_HOLD_POSES = 32
 
 
-def psm_file(job: tuple[str, int, float, float, int]) -> tuple[str, np.ndarray, np.ndarray]:
-    """(label, the identified model's parameters, the same refitted to the arm's static holds) of a simulated
-    PSM (its truth perturbed when ``spread`` > 0): SDP on a simulated recording of the shipped excitation
-    trajectory (noise ``seed``), then `dvrk-ident gc refit`'s gravity refit to holds from both sides."""
+def sticky_arm(config: SimConfig) -> SimConfig:
+    """The arm with static friction on joints 1-3 (Coulomb velocity 1e-4, as bench drift's sticky PSM)."""
+    return dataclasses.replace(config, coulomb_velocity={"1": 1e-4, "2": 1e-4, "3": 1e-4})
+
+
+def psm_file(job: tuple[str, int, float, float, int]) -> tuple[str, np.ndarray, list]:
+    """(label, the identified model's parameters, per arm variant (as shipped, sticky) the same refitted to that
+    arm's static holds with the holds' RMS residual) of a simulated PSM (its truth perturbed when ``spread`` > 0):
+    SDP on a simulated recording of the shipped excitation trajectory (noise ``seed``), then `dvrk-ident gc
+    refit`'s gravity refit to holds from both sides, as a lab refits on the arm it compensates."""
     from dvrk_ident_ros.excitation.files import load_trajectory
     from dvrk_ident_ros.excitation.holds import holds_grid
     from dvrk_ident_ros.gc.static_refit import refit_gravity
@@ -360,15 +396,20 @@ def psm_file(job: tuple[str, int, float, float, int]) -> tuple[str, np.ndarray, 
                              noise=config.noise, rng=np.random.default_rng(seed))
     result = identify(model, [data], "sdp")
     delta = np.array([float(result.standard[name]) for name in model.parameter_names])
-    arm = SimulatedArm(config, "PSM1", seed=seed)
-    grid = holds_grid("PSM1", arm.checker, poses=PSM_HOLD_POSES, seed=seed, approach="both_sides", settle=2.0,
-                      samples=100)
-    holds = static_holds(arm, np.asarray(grid["sweeps"][0]["poses"]), settle=2.0, samples=100)
-    refit = refit_gravity(model, delta, holds.q, holds.effort)
-    return label, delta, refit.delta
+    refits = []
+    for variant in (config, sticky_arm(config)):
+        arm = SimulatedArm(variant, "PSM1", seed=seed)
+        grid = holds_grid("PSM1", arm.checker, poses=PSM_HOLD_POSES, seed=seed, approach="both_sides", settle=2.0,
+                          samples=100)
+        holds = static_holds(arm, np.asarray(grid["sweeps"][0]["poses"]), settle=2.0, samples=100)
+        refit = refit_gravity(model, delta, holds.q, holds.effort)
+        refits.append((refit.delta, np.asarray(refit.after, dtype=float)))
+    return label, delta, refits
 
 
 def psm() -> bool:
+    """The PSM's files: each model identified once, refitted to the holds of the arm it is checked on (as
+    shipped, and with static friction), checked at that arm's poses."""
     from dvrk_ident_ros.gc.fit_check import ModelFitCheck
     from dvrk_ident_ros.gc.model_law import ModelCompensation
 
@@ -377,14 +418,13 @@ def psm() -> bool:
     reference = SimulatedArm(config, "PSM1", noise=False)
     n = config.spec.arm_joints
     start = time.perf_counter()
-    at_rest, goals = [], []
-    sticky = dataclasses.replace(config, coulomb_velocity={"1": 1e-4, "2": 1e-4, "3": 1e-4})
+    variants = (("as shipped", config, False), ("sticky", sticky_arm(config), True))
+    at_rest: dict[str, list] = {name: [] for name, _, _ in variants}  # per variant: (seed, goal, q, effort)
     for seed in EVAL_SEEDS:
         poses = random_poses(reference, count, np.random.default_rng(200 + seed), fraction=0.8)
-        goals.append(poses)
-        for arm_config in (config, sticky):
+        for name, arm_config, _ in variants:
             q, effort = holding_efforts(arm_config, poses, seed, arm_name="PSM1")
-            at_rest.append((q[:, :n], effort[:, :n]))
+            at_rest[name] += [(seed, goal, qi[:n], ei[:n]) for goal, qi, ei in zip(poses, q, effort, strict=True)]
     print(f"  the simulated PSM1 held by its PID at {count} random poses under each of seeds {EVAL_SEEDS}, as "
           "shipped and with static friction on joints 1-3 (Coulomb velocity 1e-4, as bench drift's sticky PSM) "
           f"({time.perf_counter() - start:.0f} s here)", flush=True)
@@ -395,45 +435,45 @@ def psm() -> bool:
     start = time.perf_counter()
     with ProcessPoolExecutor(WORKERS) as pool:
         made = list(pool.map(psm_file, jobs))
-    print(f"  {2 * len(made)} PSM files made ({time.perf_counter() - start:.0f} s here, {WORKERS} processes)")
+    print(f"  {len(made)} PSM models identified, each refitted to the holds of both arms "
+          f"({time.perf_counter() - start:.0f} s here, {WORKERS} processes)")
     print(f"  {'file':<72} {'right':>5} {'median':>7} {'min':>6} {'max':>6} refused")
     right_refused = right_pairs = wrong_accepted = wrong_pairs = 0
-    distances, rights, psm_scores, kinds_of = [], [], {}, {}
     limit = np.array(config.spec.compensation_torque_limit, dtype=float)
-    for (label, identified, refitted), job in zip(made, jobs, strict=True):
+    checked = []  # (kind, delta, hold residual, variant, accepted pairs)
+    for (label, identified, refits), job in zip(made, jobs, strict=True):
         same_arm = job[2] == 0.0
-        for law, kind in ((ModelCompensation(config.model, identified, limit, label),
-                           "unrefitted" if same_arm else "wrong"),
-                          (ModelCompensation(config.model, refitted, limit, label + ", refitted"),
-                           "right" if same_arm else "wrong")):
-            check = ModelFitCheck(law)
-            verdicts = [check.check(q, e) for qs, es in at_rest for q, e in zip(qs, es, strict=True)]
-            scores = np.array([v.score for v in verdicts])
-            psm_scores[law.source], kinds_of[law.source] = scores, kind
-            distances.append([v.distance for v in verdicts])
-            rights.append(kind != "wrong")
-            refused = int(np.sum(scores > 1.0))
-            if kind == "right":
-                right_refused, right_pairs = right_refused + refused, right_pairs + len(scores)
-            elif kind == "wrong":
-                wrong_accepted, wrong_pairs = wrong_accepted + len(scores) - refused, wrong_pairs + len(scores)
-            shown = {"right": "yes", "wrong": "no", "unrefitted": "(1)"}[kind]
-            print(f"  {law.source:<72} {shown:>5} {np.median(scores):7.2f} {scores.min():6.2f} "
-                  f"{scores.max():6.2f} {refused:3d}/{len(scores)}", flush=True)
+        for (variant, _, sticky), (refitted, residual) in zip(variants, refits, strict=True):
+            for delta, kind, holds, source in (
+                    (identified, "unrefitted" if same_arm else "wrong", None, f"{label} ({variant})"),
+                    (refitted, "right" if same_arm else "wrong", residual, f"{label}, refitted ({variant})")):
+                if delta is identified and sticky:
+                    continue  # the unrefitted model once per variant is enough: checked on the shipped arm only
+                law = ModelCompensation(config.model, delta, limit, source, holds)
+                check = ModelFitCheck(law)
+                scores = np.array([check.check(q, e).score for _, _, q, e in at_rest[variant]])
+                refused = int(np.sum(scores > 1.0))
+                if kind == "right":
+                    right_refused, right_pairs = right_refused + refused, right_pairs + len(scores)
+                elif kind == "wrong":
+                    wrong_accepted, wrong_pairs = wrong_accepted + len(scores) - refused, wrong_pairs + len(scores)
+                shown = {"right": "yes", "wrong": "no", "unrefitted": "(1)"}[kind]
+                print(f"  {source:<72} {shown:>5} {np.median(scores):7.2f} {scores.min():6.2f} "
+                      f"{scores.max():6.2f} {refused:3d}/{len(scores)}", flush=True)
+                accepted = [at_rest[variant][k] for k in np.flatnonzero(scores <= 1.0)]
+                checked.append((kind, delta, holds, sticky, accepted))
     print("  (1) the same arm's identified model before its gravity refit: not the file a lab compensates a PSM "
           "with (`dvrk-ident gc refit` first), counted neither right nor wrong")
     guard_jobs, guard_kind = [], []
-    for (label, identified, refitted) in made:
-        for delta, source in ((identified, label), (refitted, label + ", refitted")):
-            for k in np.flatnonzero(psm_scores[source] <= 1.0):
-                seed_index, sticky = divmod(int(k) // count, 2)
-                guard_jobs.append((delta, goals[seed_index][int(k) % count], EVAL_SEEDS[seed_index], bool(sticky)))
-                guard_kind.append(kinds_of[source])
+    for kind, delta, _, sticky, accepted in checked:
+        for seed, goal, _, _ in accepted:
+            guard_jobs.append((delta, goal, seed, sticky))
+            guard_kind.append(kind)
     start = time.perf_counter()
     with ProcessPoolExecutor(WORKERS) as pool:
         results = list(pool.map(guarded_takeover, guard_jobs))
     kinds = np.array(guard_kind)
-    trips = np.array([t for t, _, _ in results])
+    trips = np.array([t for t, _, _ in results], dtype=bool)
     drift = np.array([d for _, _, d in results])
     print(f"  take-over guard where the check accepted ({time.perf_counter() - start:.0f} s here), tip drift over "
           "its window:")
@@ -443,12 +483,8 @@ def psm() -> bool:
             print(f"    {kind:<10} files: stopped {int(trips[mine].sum())}/{int(mine.sum())}, tip drift of those left "
                   f"compensating at most {drift[mine & ~trips].max(initial=0.0):.1f} mm (of all "
                   f"{drift[mine].max():.1f} mm)")
-    right_refused += int(trips[kinds == "right"].sum())
-    wrong_accepted -= int(trips[kinds == "wrong"].sum())
-    d, r = np.array(distances), np.array(rights)
-    print("  per-joint distance (N m; N for the insertion), the same arm's files' max: "
-          + " ".join(f"{x:.3f}" for x in d[r].max(axis=(0, 1))) + "; wrong files' median: "
-          + " ".join(f"{x:.3f}" for x in np.median(d[~r], axis=(0, 1))))
+    right_refused += int(trips[kinds == "right"].sum()) if len(kinds) else 0
+    wrong_accepted -= int(trips[kinds == "wrong"].sum()) if len(kinds) else 0
     print(f"  fit_check PSM, with the take-over guard: right files stopped {right_refused}/{right_pairs}, wrong "
           f"files left compensating {wrong_accepted}/{wrong_pairs} (goal 0 and 0)")
     return right_refused == 0 and wrong_accepted == 0

@@ -447,7 +447,16 @@ def test_gc_cli_unknown_arm(tmp_path, capsys):
     assert "unknown arm" in capsys.readouterr().err
     assert cli.main(["gc", "fit", "--data", str(path), "--arm", "MTML", "--serial", "7",
                      "--out", str(tmp_path / "gc.json")]) == 0
-    assert load_gc(tmp_path / "gc.json").arm == "MTML"
+    saved = load_gc(tmp_path / "gc.json")
+    assert saved.arm == "MTML"
+    # the fit's own residual on its poses, recorded for the fit check (the synthetic data's noise, per joint)
+    from dvrk_ident_ros.gc.fits import FITS
+    from dvrk_ident_ros.gc.loaders import load_poses
+
+    poses = load_poses(path)
+    fit = FITS["mlse"](poses, None)
+    residual = np.sqrt(np.mean((poses.tau - fit.predict(poses)) ** 2, axis=0))
+    assert saved.fit_residual == pytest.approx(residual) and np.all(residual[:6] > 0)
 
 
 def test_regressor_shapes():

@@ -150,3 +150,60 @@ def test_a_models_band_is_its_torque_plus_or_minus_each_joints_static_friction(p
     assert fit_check_for(psm_compensation, "MTM") is None  # an MTM's model: the take-over guard alone
     with pytest.raises(DataError, match="fit tolerance"):
         ModelFitCheck(psm_compensation, [0.1] * 8)
+
+
+def test_a_models_refit_to_holds_narrows_its_band_to_the_friction_the_holds_showed(psm_compensation, tmp_path):
+    """A refitted model (gravity_refit.residual_rms_after: r per joint) allows at most HOLD_SIGMAS r of its
+    identified friction: a joint whose holds scattered little gets a narrow band, one that scattered much keeps
+    its friction. The record is read from a parameter file written as `dvrk-ident gc refit` writes it."""
+    import json
+
+    from dvrk_ident_ros.arms import arm_spec
+    from dvrk_ident_ros.gc.fit_check import HOLD_SIGMAS, ModelFitCheck
+    from dvrk_ident_ros.gc.model_law import load_model_compensation
+    from dvrk_ident_ros.sim.config import load_sim_config
+
+    q = [0.2, -0.3, 0.12, 0.1, 0.2, -0.1]
+    wide = ModelFitCheck(psm_compensation).band(q)
+    residual = [0.001, 1.0, 0.001, 1.0, 0.001, 1.0, 0.0]
+    document = json.loads(load_sim_config("psm").parameter_file.read_text())
+    document["gravity_refit"] = {"residual_rms_after": residual}
+    path = tmp_path / "refit.json"
+    path.write_text(json.dumps(document))
+    refitted = load_model_compensation(path, arm_spec("PSM1"))
+    low, high = ModelFitCheck(refitted).band(q)
+    torque = (np.array(wide[0]) + np.array(wide[1])) / 2
+    half = np.array(wide[1]) - torque
+    expected = np.minimum(half, HOLD_SIGMAS * np.array(residual[:6]))
+    assert np.allclose(np.array(high) - torque, expected) and np.allclose(torque - np.array(low), expected)
+    assert expected[0] < half[0] and expected[1] == half[1]
+    document["gravity_refit"] = {"residual_rms_after": [0.1] * 3}
+    path.write_text(json.dumps(document))
+    with pytest.raises(DataError, match="residual_rms_after"):
+        load_model_compensation(path, arm_spec("PSM1"))
+
+
+def test_a_gc_file_s_own_fit_residual_widens_its_tolerance_never_narrows_it(tmp_path):
+    """lse.fit_residual_rms (written by `dvrk-ident gc fit`, read back): the tolerance is max(default,
+    RESIDUAL_SIGMAS r); a file without it keeps the defaults; a malformed one is refused."""
+    import json
+
+    from dvrk_ident_ros.gc.fit_check import RESIDUAL_SIGMAS
+    from dvrk_ident_ros.gc.params import load_gc
+
+    law = _law()
+    params = law.params
+    params.fit_residual = np.array([0.001, 0.2, 0.001, 0.001, 0.001, 0.001, 0.0])
+    saved = load_gc(params.save(tmp_path / "gc-MTML-1.json"))
+    assert saved.fit_residual == pytest.approx(params.fit_residual)
+    tolerance = FitCheck(CompensationLaw(saved)).tolerance
+    expected = list(MTM_TOLERANCE)
+    expected[1] = RESIDUAL_SIGMAS * 0.2
+    assert tolerance == pytest.approx(expected)
+    params.fit_residual = None
+    assert FitCheck(CompensationLaw(load_gc(params.save(tmp_path / "plain.json")))).tolerance == MTM_TOLERANCE
+    document = json.loads((tmp_path / "gc-MTML-1.json").read_text())
+    document["lse"]["fit_residual_rms"] = [0.1, -1.0]
+    (tmp_path / "bad.json").write_text(json.dumps(document))
+    with pytest.raises(DataError, match="fit_residual_rms"):
+        load_gc(tmp_path / "bad.json")

@@ -39,7 +39,7 @@ class JobOutcome:
 
 def low_rate_note(sources: Sequence[str | Path], times: Sequence[np.ndarray]) -> str:
     """A note for recordings sampled below IDENTIFICATION_RATE (the dVRK bridge's default 100 Hz): the efforts of
-    a PID tracking a fast stream alias there (state_rate.py; README "On a real dVRK"); "" if none."""
+    a PID tracking a fast stream alias there (state_rate.py; docs/lab-procedure.md); "" if none."""
     slow = []
     for source, t in zip(sources, times, strict=True):
         rate = rate_from_stamps(np.asarray(t))
@@ -113,7 +113,7 @@ def gc_fit_job(data_path: str | Path, arm: str | None, out: Path | None, *, seri
     from dvrk_ident_ros.gc.crossval import select_orders
     from dvrk_ident_ros.gc.fits import FITS
     from dvrk_ident_ros.gc.loaders import load_poses
-    from dvrk_ident_ros.gc.mlse import relative_errors
+    from dvrk_ident_ros.gc.mlse import fit_residual, relative_errors
     from dvrk_ident_ros.gc.params import SIDES, GcParameters
 
     timings: dict[str, float] = {}
@@ -137,7 +137,8 @@ def gc_fit_job(data_path: str | Path, arm: str | None, out: Path | None, *, seri
     lower = np.append(data.tau[:, :6].min(axis=0), 0.0)
     params = GcParameters(arm=arm, serial=serial, theta_pos=fit.theta(+1), theta_neg=fit.theta(-1),
                           upper_limit=upper, lower_limit=lower,
-                          fit_methods={i: f"{used[i]}POL" for i in range(1, 7)}, source=str(data_path))
+                          fit_methods={i: f"{used[i]}POL" for i in range(1, 7)}, source=str(data_path),
+                          fit_residual=fit_residual(fit, data))
     out = Path(out or f"gc-{arm}-{serial}.json")
     params.save(out)
     errors = relative_errors(fit, data)

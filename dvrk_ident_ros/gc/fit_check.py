@@ -32,6 +32,12 @@ MTM_TOLERANCE = (0.09, 0.22, 0.13, 0.07, 0.05, 0.035, 0.035)
 #: per PSM joint (1-6; the insertion in N): an identified model's check (:class:`ModelFitCheck`), set from the
 #: simulated PSM held at random poses against models identified on it and on perturbed arms (bench fit_check)
 PSM_TOLERANCE = (0.1, 0.1, 0.3, 0.03, 0.03, 0.03)
+#: a file's own fit residual (RMS per joint) times this is its tolerance where that exceeds the defaults: the
+#: MTM defaults are this many times the RMS residual of the real MTML-41878's own fit on joints 1-3
+RESIDUAL_SIGMAS = 3.5
+#: a PSM model refitted to static holds (``gravity_refit.residual_rms_after``): the static friction its band
+#: allows is at most this many times the holds' RMS residual (the friction the arm showed at rest, from both sides)
+HOLD_SIGMAS = 3.0
 
 
 @dataclass(frozen=True)
@@ -61,14 +67,20 @@ class FitVerdict:
 
 
 class FitCheck:
-    """The check of one MLSE file: its two directions as two laws (each direction's torques alone)."""
+    """The check of one MLSE file: its two directions as two laws (each direction's torques alone). A file that
+    records its own fit's RMS residual r_j (``lse.fit_residual_rms``, written by ``dvrk-ident gc fit``) is
+    held to max(t_j, RESIDUAL_SIGMAS r_j): a file whose own arm it fits less closely (a noisier arm, a cable
+    that wears) is not refused for errors its own fit shows; the tolerances are the floor."""
 
     def __init__(self, law: CompensationLaw, tolerance: Sequence[float] = MTM_TOLERANCE) -> None:
         tolerance = tuple(float(t) for t in tolerance)
         if len(tolerance) != 7 or not all(math.isfinite(t) and t > 0 for t in tolerance):
             raise DataError(f"fit tolerance {list(tolerance)}: expected 7 positive numbers (N m, MTM joints 1-7)")
-        self.tolerance = tolerance
         params = law.params
+        if params.fit_residual is not None:
+            tolerance = tuple(max(t, RESIDUAL_SIGMAS * float(r)) for t, r in zip(tolerance, params.fit_residual,
+                                                                                  strict=True))
+        self.tolerance = tolerance
         positive, negative = copy.deepcopy(params), copy.deepcopy(params)
         positive.theta_neg = positive.theta_pos.copy()
         negative.theta_pos = negative.theta_neg.copy()
@@ -102,7 +114,10 @@ class ModelFitCheck:
     """The check of an identified model's compensation (the PSM's, gc/model_law.py): at rest a joint holds its
     gravity and springs up to its static friction, so the band is the model's torque at ``q`` plus or minus the
     joint's identified Coulomb friction and offset (``Fc<j>``, ``Fo<j>`` of dVRK joint j where the model has
-    them; else the torque alone), and the distance from it is scaled by the joint's tolerance as for a gc file."""
+    them; else the torque alone), and the distance from it is scaled by the joint's tolerance as for a gc file.
+    A model refitted to static holds from both sides knows how much of that friction the arm showed at rest:
+    its band is at most HOLD_SIGMAS times the holds' RMS residual wide (an arm that slides to rest shows
+    none, and a model that differs by less than its friction no longer passes there)."""
 
     def __init__(self, compensation: ModelCompensation, tolerance: Sequence[float] = PSM_TOLERANCE) -> None:
         tolerance = tuple(float(t) for t in tolerance)
@@ -116,6 +131,9 @@ class ModelFitCheck:
         delta = compensation.delta
         self._friction = [abs(float(delta[index[f"Fc{j}"]])) + abs(float(delta[index[f"Fo{j}"]]))
                           if f"Fc{j}" in index and f"Fo{j}" in index else 0.0 for j in range(1, n + 1)]
+        holds = compensation.hold_residual
+        if holds is not None:
+            self._friction = [min(f, HOLD_SIGMAS * float(r)) for f, r in zip(self._friction, holds[:n], strict=True)]
 
     def band(self, q: Sequence[float]) -> tuple[list[float], list[float]]:
         n = len(self.tolerance)

@@ -70,6 +70,11 @@ class GcFit:
         return R
 
 
+def fit_residual(fit: GcFit, data: PoseData) -> np.ndarray:
+    """Per joint, the RMS of the measured torques less the fit's at the poses it was fitted on (N m, 7)."""
+    return np.sqrt(np.mean((data.tau - fit.predict(data)) ** 2, axis=0))
+
+
 def blended_torques(data: PoseData, theta_pos: np.ndarray, theta_neg: np.ndarray) -> np.ndarray:
     """Torques (N x 7) of a file's two 40-vectors at the poses, each pose's directions blended as it was
     measured (:meth:`PoseData.positive_weight`)."""

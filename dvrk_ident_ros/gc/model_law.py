@@ -23,10 +23,13 @@ from dvrk_ident_ros.model.compiled import load_compiled
 class ModelCompensation:
     kind = compensation_kind("model")
 
-    def __init__(self, model: ArmModel, delta: np.ndarray, torque_limit: np.ndarray, source: str = ""):
+    def __init__(self, model: ArmModel, delta: np.ndarray, torque_limit: np.ndarray, source: str = "",
+                 hold_residual: np.ndarray | None = None):
         self.model = model
         self.delta = np.asarray(delta, dtype=float)
         self.source = source
+        # per dVRK joint, the RMS residual of the static holds the gravity was refitted to (None: not refitted)
+        self.hold_residual = None if hold_residual is None else np.asarray(hold_residual, dtype=float)
         n = model.dof
         self.dof = n
         self._compiled = load_compiled(model)
@@ -88,4 +91,9 @@ def load_model_compensation(path: Path, arm: ArmSpec, torque_limit: np.ndarray |
         raise DataError(f"{path}: standard parameters missing: {', '.join(missing[:5])}"
                         + (f" and {len(missing) - 5} more" if len(missing) > 5 else ""))
     delta = np.array([float(result.standard[name]) for name in model.parameter_names])
-    return ModelCompensation(model, delta, torque_limit, str(path))
+    residual = (result.gravity_refit or {}).get("residual_rms_after")
+    if residual is not None:
+        residual = np.asarray(residual, dtype=float)
+        if residual.shape != (model.dof,) or not np.all(np.isfinite(residual)) or np.any(residual < 0):
+            raise DataError(f"{path}: gravity_refit.residual_rms_after: expected {model.dof} numbers >= 0")
+    return ModelCompensation(model, delta, torque_limit, str(path), residual)

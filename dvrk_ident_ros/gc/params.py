@@ -1,5 +1,5 @@
-"""gc JSON files (the dVRK console's ``gc-<ARM>-<serial>.json``; README.md, "Gravity compensation of the
-MTM"): write version 2.0 exactly as the console reads it; read 2.0 and 1.0.
+"""gc JSON files (the dVRK console's ``gc-<ARM>-<serial>.json``; docs/gravity-compensation.md, "Gravity
+compensation of the MTM"): write version 2.0 exactly as the console reads it; read 2.0 and 1.0.
 
 A version 1.0 controller has one ``beta_vel_amplitude`` vector (rad/s) instead of
 the dead band, saturation and ratio vectors: the two directions are blended with
@@ -46,6 +46,7 @@ class GcParameters:
     std_filter: float = 0.3
     version: str = "2.0"
     source: str = ""
+    fit_residual: np.ndarray | None = None  # 7, N m: the fit's RMS residual on its own poses (lse.fit_residual_rms)
 
     def to_json(self) -> dict:
         controller = {
@@ -66,8 +67,11 @@ class GcParameters:
                 raise DataError(f"{self.arm}: joint position upper limits without the lower limits")
             controller["joint_position_upper_limit"] = [float(x) for x in self.position_upper_deg]
             controller["joint_position_lower_limit"] = [float(x) for x in self.position_lower_deg]
-        lse: dict[str, float | dict[str, str]] = {"g_constant": self.g_constant, "std_filter": self.std_filter}
+        lse: dict[str, float | list[float] | dict[str, str]] = {"g_constant": self.g_constant,
+                                                                 "std_filter": self.std_filter}
         lse.update({f"joint{i}": {"fit_method": self.fit_methods.get(i, "4POL")} for i in range(1, 7)})
+        if self.fit_residual is not None:  # not read by the console (it reads GC_controller): the fit check's
+            lse["fit_residual_rms"] = [float(x) for x in self.fit_residual]
         return {"ARM_NAME": self.arm, "SN": self.serial, "date_time": time.strftime("%B-%d-%Y-%H:%M:%S"),
                 "version": "2.0" if self.beta_amplitude is None else "1.0", "lse": lse, "GC_controller": controller}
 
@@ -123,6 +127,11 @@ def load_gc(path: str | Path) -> GcParameters:
         params.init_pos_deg = list(c["GC_init_pos"])
     lse = raw.get("lse") or {}
     params.fit_methods = {i: str((lse.get(f"joint{i}") or {}).get("fit_method", "4POL")) for i in range(1, 7)}
+    if "fit_residual_rms" in lse:
+        residual = np.asarray(lse["fit_residual_rms"], dtype=float)
+        if residual.shape != (7,) or not np.all(np.isfinite(residual)) or np.any(residual < 0):
+            raise DataError(f"{path}: lse.fit_residual_rms: expected 7 numbers >= 0 (N m)")
+        params.fit_residual = residual
     if np.any(params.saturation <= params.deadband):
         raise DataError(f"{path}: sat_vec_vec must exceed db_vel_vec for every joint")
     return params
