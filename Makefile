@@ -14,12 +14,13 @@ SHELL  := /bin/bash
 export ROS_DISTRO
 export DVRK_IDENT_VENV := $(abspath $(VENV))
 
-.PHONY: setup test lint demo bench colcon-check clean help
+.PHONY: setup test lint demo bench docs colcon-check clean help
 
 help:
 	@echo "make demo    set up on first use, run the main job on the simulated arms"
 	@echo "make test    set up on first use, run the whole test suite (lint included)"
 	@echo "make bench   run the benchmarks and print their figures"
+	@echo "make docs    the documentation site (docs/, mkdocs) in build/site"
 	@echo "make setup   the virtual environment $(VENV) (ROS 2 $(ROS_DISTRO)) with dvrk_ident built into it"
 	@echo "ROS_DISTRO=jazzy (default, .venv) or ROS_DISTRO=kilted (.venv-kilted), e.g. make test ROS_DISTRO=kilted"
 
@@ -35,6 +36,10 @@ test: setup
 
 colcon-check: setup
 	bash tools/colcon_check.sh
+
+docs: setup
+	$(PY) -m dvrk_ident_ros.parameters.reference
+	$(VENV)/bin/mkdocs build --strict
 
 bench: setup
 	$(PY) -m bench

@@ -1,11 +1,12 @@
 """Is a live arm as the nodes need it? What ``dvrk-ident arm-check`` makes of a few seconds of listening (ROS-free).
 
-The nodes command an arm only when it is ENABLED, homed and not busy and its ``measured_js`` is fresh (README.md,
-"On a real dVRK"). :class:`ArmObservation` takes what was heard on the arm's topics (operating_state, measured_js,
-the PSM's jaw, the dVRK's own gravity compensation) and :meth:`ArmObservation.report` says, line by line, what a
-lab's first run would meet: the operating state, the state's rate and validity (stamp 0, repeated samples, a PSM
-without its tool), the offset between the arm's stamps and this computer's clock, the built-in compensation's flag,
-and a verdict with the reason. Nothing is ever commanded.
+The nodes command an arm only when it is ENABLED, homed and not busy and its ``measured_js`` is fresh
+(docs/lab-procedure.md, "On a real dVRK"). :class:`ArmObservation` takes what was heard on the arm's topics
+(operating_state, measured_js, the PSM's jaw, the dVRK's own gravity compensation) and
+:meth:`ArmObservation.report` says, line by line, what a lab's first run would meet: the operating state, the
+state's rate and validity (stamp 0, repeated samples, a PSM without its tool), the offset between the arm's
+stamps and this computer's clock, the built-in compensation's flag, and a verdict with the reason. Nothing is
+ever commanded.
 """
 from __future__ import annotations
 

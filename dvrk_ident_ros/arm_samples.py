@@ -1,7 +1,7 @@
 """The arm's ``measured_js`` as a node that commands the arm must read it (ROS-free).
 
 The dVRK's bridge publishes the state on its own period whatever the arm's control loop did
-(README.md, "On a real dVRK"):
+(docs/lab-procedure.md):
 
 - ``header.stamp`` 0 marks invalid data (the arm powered off, not homed, faulted): all zeros, never
   the arm's pose, never a fresh sample;

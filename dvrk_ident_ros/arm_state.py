@@ -11,7 +11,7 @@ Invalid data: while the arm is powered off, not homed or faulted, the bridge
 still publishes ``measured_js``, all zeros with ``header.stamp`` 0. A sample
 with stamp 0 (:func:`stamp_is_valid` false) is "arm not ready": never
 commanded from, never recorded as data, never a fresh sample for a watchdog.
-(What the nodes expect from the arm: README.md, "On a real dVRK".)
+(What the nodes expect from the arm: docs/lab-procedure.md.)
 """
 from __future__ import annotations
 

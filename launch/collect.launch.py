@@ -107,7 +107,7 @@ def generate_launch_description():
         DeclareLaunchArgument(
             "sim_rate", default_value="100.0",
             description="with sim: the simulated arm's state rate (Hz): 100 as the dVRK bridge's default; 1000 as "
-                        "the -p 0.001 a lab asks its console for in an identification run (README)"),
+                        "the -p 0.001 a lab asks its console for in an identification run (docs/lab-procedure.md)"),
         DeclareLaunchArgument(
             "home_arm", default_value=sim,
             description="true: the player powers the arm on and homes it (state_command enable, home) before "

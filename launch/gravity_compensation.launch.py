@@ -66,8 +66,8 @@ def generate_launch_description():
         DeclareLaunchArgument(
             "blend", default_value="velocity",
             description="a gc file's two directions: velocity (the dVRK console's law) or travel (each joint held "
-                        "with the branch its cable arrived on: README, the drift test); overrides the blend of "
-                        "config/gravity_compensation.yaml"),
+                        "with the branch its cable arrived on: docs/gravity-compensation.md, the drift test); "
+                        "overrides the blend of config/gravity_compensation.yaml"),
         DeclareLaunchArgument(
             "use_sim_time", default_value="false",
             description="true: follow /clock (a simulated arm started with use_sim_time:=true)"),

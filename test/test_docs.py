@@ -47,7 +47,8 @@ pytest_codeblocks = pytest.importorskip("pytest_codeblocks", reason="pytest-code
 
 #: The documents whose commands are a contract.
 DOCUMENTS = ["README.md", "launch/README.md", *sorted(str(p.relative_to(REPO_ROOT))
-                                                     for p in (REPO_ROOT / "docs").glob("**/*.md"))]
+                                                     for p in (REPO_ROOT / "docs").glob("**/*.md")
+                                                     if not p.is_symlink())]  # docs/index.md is the README
 SHELL = ("bash", "sh", "console", "shell")
 RUN = (*SHELL, "python")
 NOT_RUN = "# not run by the tests:"
@@ -72,22 +73,22 @@ def _one_clock_complete_bag(directory: Path, output: str) -> None:
 #: its directory, patterns its output must hold, a check of what it made. Every key must match a block run by
 #: the tests (checked below).
 PROMISES: dict[tuple[str, str], dict[str, Any]] = {
-    ("README.md", "dvrk-ident gc fit --data MTML-41878/"): {
+    ("docs/gravity-compensation.md", "dvrk-ident gc fit --data MTML-41878/"): {
         "files": ["gc-MTML-41878.json"],
         "output": [r"MTML mlse with orders \[\d, \d, \d, \d, \d, \d\]: relative RMS error per joint \(%\)",
                    r"written to gc-MTML-41878\.json"]},
-    ("README.md", "dvrk-ident identify --arm mtm --data one_results.csv"): {
+    ("docs/identification.md", "dvrk-ident identify --arm mtm --data one_results.csv"): {
         "files": ["mtm.json", "pred.csv"],
         "output": [r"mtm sdp: solver optimal; training error per joint \(%\):( \d+\.\d){7}",
                    r"5999 predictions written to pred\.csv", r'"mass_kg": 0\.\d+']},
-    ("README.md", "ros2 param describe /trajectory_player_PSM1 speed_scale"): {
+    ("docs/design.md", "ros2 param describe /trajectory_player_PSM1 speed_scale"): {
         "output": [r"Min value: 0\.0\s+Max value: 1\.0",
                    r"Setting parameter failed: Parameter speed_scale out of range Min: 0\.0, Max: 1\.0, value: 5\.0",
                    # Jazzy's rclpy names the types, Kilted's gives their numbers (3 double, 4 string)
                    r"Setting parameter failed: Wrong parameter type, "
                    r"expected '(Type\.DOUBLE|3)' got '(Type\.STRING|4)'",
                    r"Set parameter successful"]},
-    ("README.md", "ros2 service call /identify dvrk_ident/srv/Identify"): {
+    ("docs/lab-procedure.md", "ros2 service call /identify dvrk_ident/srv/Identify"): {
         "files": ["identification/psm1/2025-06-02"],
         "output": [r"success=True", r"solver_status='optimal'",
                    r"result_file='[^']*identification/psm1/2025-06-02/PSM1-sdp-[^']+\.json'"]},

@@ -1,4 +1,4 @@
-"""The parameter schemas (dvrk_ident_ros.parameters): their checks; config/<node>.yaml, the README's parameter
+"""The parameter schemas (dvrk_ident_ros.parameters): their checks; config/<node>.yaml, the documentation's parameter
 tables and the core's defaults against them; and, on a running gravity_compensation node, what
 ``ros2 param describe`` / ``ros2 param set`` get through the node's parameter services."""
 from __future__ import annotations
@@ -123,51 +123,33 @@ def test_parameter_file_check_sees_a_difference():
         "extra_topics: has no default (not set = (not set)): leave it out"]
 
 
-_TABLE_HEADER = "| parameter | type | default | unit | range / choices | at run time | description |"
+def test_the_parameter_reference_and_files_are_the_schemas(monkeypatch):
+    """docs/reference/parameters.md and config/<node>.yaml are what the generator makes of the schemas (every
+    node's table in the page once); the files' values are the schemas' defaults (checked above)."""
+    from dvrk_ident_ros.parameters.reference import main, page_path
+
+    monkeypatch.chdir(REPO_ROOT)
+    assert main(["--check"]) == 0, "run python -m dvrk_ident_ros.parameters.reference"
+    page = page_path(REPO_ROOT).read_text()
+    for node, schema in SCHEMAS.items():
+        assert page.count(f"## `{node}`") == 1 and schema.table() in page
+    assert main(["--bad"]) == 2
 
 
-def readme_table_problems(text: str, complete: bool = False) -> list[str]:
-    """Each README parameter table (``_TABLE_HEADER``, the node named in backquotes on the last non-empty line
-    above it) must be its node's schema table, verbatim; ``complete``: every node with a schema has one."""
-    lines = text.splitlines()
-    problems = []
-    tabled: set[str] = set()
-    for i, line in enumerate(lines):
-        if line.strip() != _TABLE_HEADER:
-            continue
-        above = next((x for x in reversed(lines[:i]) if x.strip()), "")
-        named = re.findall(r"`([a-z_]+)`", above)
-        node = next((n for n in named if n in SCHEMAS), None)
-        if node is None:
-            problems.append(f"README line {i + 1}: a parameter table without its node named on the line above")
-            continue
-        table = []
-        for row in lines[i:]:
-            if not row.startswith("|"):
-                break
-            table.append(row)
-        if "\n".join(table) != SCHEMAS[node].table():
-            problems.append(f"README line {i + 1}: the table of {node} is not its schema's (print it with "
-                            f"SCHEMAS[{node!r}].table())")
-        tabled.add(node)
-    if complete:
-        problems += [f"README: no parameter table of {node}" for node in sorted(set(SCHEMAS) - tabled)]
-    return problems
+def test_the_reference_check_sees_a_stale_page(tmp_path, monkeypatch, capsys):
+    from dvrk_ident_ros.parameters.reference import config_path, main, page_path, reference
 
-
-def test_readme_parameter_tables_match_the_schemas():
-    assert readme_table_problems((REPO_ROOT / "README.md").read_text(), complete=True) == []
-
-
-def test_readme_table_check_sees_a_difference():
-    table = SCHEMAS["recorder"].table()
-    assert readme_table_problems(f"#### `recorder`\n\n{table}\n") == []
-    text = f"Parameters of `recorder`:\n{table.replace('recordings', 'bags')}\n"
-    assert readme_table_problems(text) == ["README line 2: the table of recorder is not its schema's (print it "
-                                           "with SCHEMAS['recorder'].table())"]
-    assert "without its node named" in readme_table_problems(f"Parameters:\n{table}\n")[0]
-    assert "README: no parameter table of trajectory_player" in readme_table_problems(
-        f"#### `recorder`\n\n{table}\n", complete=True)
+    monkeypatch.chdir(tmp_path)
+    assert main(["--check"]) == 1  # no page, no files
+    assert main([]) == 0 and page_path(tmp_path).read_text() == reference()
+    assert main(["--check"]) == 0
+    page_path(tmp_path).write_text(reference().replace("recordings", "bags"))
+    recorder = config_path("recorder", tmp_path)
+    recorder.write_text(recorder.read_text() + "    gap_threshold: 1.0\n")
+    capsys.readouterr()
+    assert main(["--check"]) == 1
+    out = capsys.readouterr().out
+    assert "parameters.md: not what the schemas make" in out and "recorder.yaml: not what the schemas make" in out
 
 
 def test_schema_defaults_are_the_cores():

@@ -25,7 +25,7 @@ does from the console. Stages longer than a few seconds print their progress.
    played and recorded through the nodes, the identified model's gravity
    refitted to them (``dvrk-ident gc refit``: the residual at rest before and
    after), and gravity_compensation with the refitted file holding the
-   simulated PSM1 (the identified model alone lets it fall: README, "The drift
+   simulated PSM1 (the identified model alone lets it fall: docs/gravity-compensation.md, "The drift
    test in simulation").
 """
 from __future__ import annotations
@@ -92,7 +92,7 @@ def _collect(arm: str, trajectory: Path, bag: Path, logs: Path, env: dict, playe
     start = time.perf_counter()
     # the simulated arm starts DISABLED and not homed; the player powers it on and homes it (home_arm)
     # the stream replayed at its stamps (servo_timing stamp): held as the dVRK holds it (the node's default), the
-    # 200 Hz stream's steps reach the efforts the identification fits (README, "The simulated arm")
+    # 200 Hz stream's steps reach the efforts the identification fits (docs/simulator.md)
     with NodeProcess("simulated_arm", {"arm": arm, "publish_clock": True, "real_time_factor": rtf,
                                        "publish_rate": rate, "servo_timing": "stamp"}, log_dir=logs, env=env,
                      name=f"sim_{arm}"), \
@@ -316,7 +316,7 @@ def _hold_stage(gc_file: Path, logs: Path, env: dict, poses: int, seed: int) -> 
 
 def _psm_gravity_stage(result_file: Path, out: Path, logs: Path, env: dict, holds: int, poses: int,
                        seed: int) -> None:
-    """Stage 5 (module docstring; README "The drift test in simulation", PSM)."""
+    """Stage 5 (module docstring; docs/gravity-compensation.md, "The drift test in simulation", PSM)."""
     from dvrk_ident_ros.app.jobs import gravity_refit_job
     from dvrk_ident_ros.excitation.files import save_grid
     from dvrk_ident_ros.excitation.holds import holds_grid

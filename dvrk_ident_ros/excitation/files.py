@@ -1,4 +1,4 @@
-"""Trajectory and pose-grid files (YAML), documented in README "File formats".
+"""Trajectory and pose-grid files (YAML), documented in docs/design.md, "File formats".
 
 Fourier trajectory (motor coordinates, rest-to-rest, eq. 22)::
 

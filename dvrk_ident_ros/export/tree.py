@@ -1,7 +1,7 @@
 """The arm as a kinematic tree for simulator formats (URDF, MJCF), from a description and standard parameters.
 
-Every moving frame of the description's opened tree (README "The dynamic model") becomes a link whose joint
-value is the frame's joint coordinate without its constant offset (the offset goes into the link's fixed
+Every moving frame of the description's opened tree (docs/identification.md, "The dynamic model") becomes a link
+whose joint value is the frame's joint coordinate without its constant offset (the offset goes into the link's fixed
 origin: modified DH, T = RotX(alpha) TransX(a) RotZ(theta0) TransZ(d0) * joint). A frame coordinate is
 written in the dVRK joints (q^d = A q^m, the description's ``dvrk_from_motor``) as sum_j w_j q^d_j; one
 tree joint per non-zero w_j, all about the frame's z axis, so that each tree joint is w_j times one dVRK

@@ -4,7 +4,7 @@ An identification from a moving excitation fits the sum of the gravity torques a
 (Fo, the constant column of the friction model) right, not each: over a trajectory whose gravity torques vary
 little (the PSM's pitch and insertion), their near-constant part and Fo alias. Fo acts only while a joint
 slides; at rest the compensation needs the gravity alone, and a PSM held by the identified gravity drifts
-(README "Gravity compensation", PSM). Static holds separate them: at rest the arm's effort is its gravity and
+(docs/gravity-compensation.md, PSM). Static holds separate them: at rest the arm's effort is its gravity and
 springs (no inertia, no Coriolis, no sliding friction),
 
     tau^m_k = A^T tau^d_k = Y_g(q^m_k) delta + tau_known(q^m_k),   k = 1..K poses,

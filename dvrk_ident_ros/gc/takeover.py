@@ -1,7 +1,7 @@
 """When a stopped gravity compensation may take the arm: the take-over's checks, in order (ROS-free).
 
 The gravity-compensation node asks :meth:`TakeOverGate.decide` on each valid, fresh sample of a ready arm
-while it does not command (README "On a real dVRK"). The checks, each with the reason the node logs:
+while it does not command (docs/lab-procedure.md). The checks, each with the reason the node logs:
 
 1. The arm has said it is ready for READY_SETTLE (``settled``): not the one-cycle "ready" before a homing move.
 2. Something subscribes ``use_gravity_compensation`` (when the node is to turn the dVRK's own compensation off).

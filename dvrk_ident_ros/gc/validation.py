@@ -3,7 +3,7 @@
 Lin 2019 (section VI, eq. 32) scores a gc model by the relative RMS error of
 each joint's torque on that joint's own sweeps. Scored on the poses it was
 fitted on, that figure rewards fitting the grid; here it is measured on poses
-the estimator did not see (README.md, "Gravity compensation of the MTM"):
+the estimator did not see (docs/gravity-compensation.md):
 
 - ``sweeps`` folds: every sweep of one group held out at once, both
   directions: one auxiliary-joint value for joints 3-6, one repetition pair

@@ -77,7 +77,7 @@ class PlausibleResult:
     attempts: int = 1  # solver settings tried (SOLVER_ATTEMPTS)
 
     def as_dict(self, names: tuple[str, ...], start: np.ndarray) -> dict:
-        """The parameter file's ``plausibility`` entry (README; /work/notes/x2-api.md)."""
+        """The parameter file's ``plausibility`` entry (docs/identification.md, "Plausible standard parameters")."""
         inertial = [n for n in names if n[0] in "Llm" and not n.startswith("Im")]
         index = {n: i for i, n in enumerate(names)}
         return {"status": self.status, "method": "log-det divergence to a prior (Lee, Wensing, Park 2020)",

@@ -38,7 +38,7 @@ taken at the instant it reached the arm and held until the next, as the dVRK
 takes it, the motion topics at depth 1 too; that instant is its sender's stamp
 plus ``DELIVERY``, never after this process took it up, so the jitter of this
 Python simulator's own command thread on a loaded host, which a real arm's C++
-bridge does not have, is not the stream's (README.md, "The simulated arm").
+bridge does not have, is not the stream's (docs/simulator.md).
 With stamp (gentler than a real arm) it is obeyed at the simulated instant of
 its stamp, carried forward between samples, so the arm follows a stream as it
 was sent whatever the jitter (the motion topics then keep 100 messages).

@@ -36,7 +36,7 @@ and time held. Early in the stream the player warns once when the arm's state
 arrives below 150 Hz by its stamps (the bridge's default 100 Hz: the recorded
 efforts alias; :mod:`dvrk_ident_ros.state_rate`).
 
-The arm (README.md, "On a real dVRK"; :mod:`dvrk_ident_ros.arm_state`):
+The arm (docs/lab-procedure.md; :mod:`dvrk_ident_ros.arm_state`):
 nothing is commanded until ``/<ARM>/operating_state`` says ENABLED,
 homed and not busy (the player refuses to start where crtk_msgs is absent:
 valid stamps alone do not tell a ready arm), the player says once what it

@@ -232,7 +232,7 @@ class NodeSchema:
         return tuple(p.name for p in self.parameters if p.runtime)
 
     def table(self) -> str:
-        """A Markdown table of the parameters (for the README)."""
+        """A Markdown table of the parameters (docs/reference/parameters.md)."""
         rows = ["| parameter | type | default | unit | range / choices | at run time | description |",
                 "|---|---|---|---|---|---|---|"]
         for p in self.parameters:
