@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dvrk_ident_ros.app.launcher import NodeProcess, isolation_variables, ros_environment
+from dvrk_ident_ros.jobs.launcher import NodeProcess, isolation_variables, ros_environment
 
 ARM = "MTML"
 RATE = 100.0  # Hz, the arm's state (the dVRK bridge's default, -p 0.01)

@@ -27,7 +27,7 @@ import numpy as np
 
 from bench.latency_probe import probe
 from bench.timing import wakeup_latency
-from dvrk_ident_ros.app.launcher import NodeProcess, isolation_variables, ros_environment
+from dvrk_ident_ros.jobs.launcher import NodeProcess, isolation_variables, ros_environment
 
 ARM = "MTML"
 
@@ -119,7 +119,7 @@ def drift(poses: int = 100) -> bool:
 
 
 def real_time_factor() -> bool:
-    from dvrk_ident_ros.nodes.clients import ArmClient
+    from dvrk_ident_ros.ros.clients import ArmClient
 
     env = ros_environment(79)
     os.environ.update(isolation_variables(env))

@@ -19,9 +19,9 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from dvrk_ident_ros.app.launcher import localhost_only
 from dvrk_ident_ros.data.bags import read_joint_states
 from dvrk_ident_ros.environment import ensure_ament_prefix_path
+from dvrk_ident_ros.jobs.launcher import localhost_only
 
 REPO = Path(__file__).resolve().parent.parent
 TOPIC = "/PSM1/measured_js"

@@ -8,7 +8,8 @@ import sys
 
 from sensor_msgs.msg import JointState
 
-from dvrk_ident_ros.nodes.common import CONTROL_STATE_QOS, STATE_QOS, run
+from dvrk_ident_ros.ros.process import run
+from dvrk_ident_ros.ros.qos import CONTROL_STATE_QOS, STATE_QOS
 
 
 def make_node():

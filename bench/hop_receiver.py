@@ -12,7 +12,8 @@ import time
 import numpy as np
 from sensor_msgs.msg import JointState
 
-from dvrk_ident_ros.nodes.common import CONTROL_STATE_QOS, run
+from dvrk_ident_ros.ros.process import run
+from dvrk_ident_ros.ros.qos import CONTROL_STATE_QOS
 
 
 def make_node():

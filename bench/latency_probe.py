@@ -44,7 +44,8 @@ def probe(arm: str, duration: float, rate: float = 1000.0, joints: int = 7, sett
     from sensor_msgs.msg import JointState
     from std_msgs.msg import Bool
 
-    from dvrk_ident_ros.nodes.common import EVENT_QOS, STATE_QOS, crtk_messages
+    from dvrk_ident_ros.ros.messages import crtk_messages
+    from dvrk_ident_ros.ros.qos import EVENT_QOS, STATE_QOS
 
     gc.collect()
     gc.disable()  # the probe's own collector pauses must not count as the node's latency

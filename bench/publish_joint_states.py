@@ -16,7 +16,7 @@ import rclpy
 from rclpy.duration import Duration
 from sensor_msgs.msg import JointState
 
-from dvrk_ident_ros.nodes.common import STATE_QOS
+from dvrk_ident_ros.ros.qos import STATE_QOS
 
 
 def main(argv: list[str] | None = None) -> int:

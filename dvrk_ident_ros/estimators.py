@@ -43,7 +43,7 @@ ESTIMATORS: tuple[Estimator, ...] = (
 )
 #: The CLI's and /identify's default.
 DEFAULT_ESTIMATOR = "sdp"
-#: The default of the gc fit (``dvrk-ident gc fit``, :func:`dvrk_ident_ros.app.jobs.gc_fit_job`).
+#: The default of the gc fit (``dvrk-ident gc fit``, :func:`dvrk_ident_ros.jobs.offline.gc_fit_job`).
 DEFAULT_GRAVITY_ESTIMATOR = "mlse"
 
 

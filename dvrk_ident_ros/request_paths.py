@@ -24,11 +24,7 @@ import os
 import stat
 from pathlib import Path
 
-from dvrk_ident_ros.errors import DvrkIdentError
-
-
-class PathRefusedError(DvrkIdentError):
-    """A request named a path it may not touch; the message names the rule."""
+from dvrk_ident_ros.errors import PathRefusedError
 
 
 def _resolve(path: Path, what: str) -> Path:

@@ -11,7 +11,7 @@ import math
 import numpy as np
 from numpy.typing import ArrayLike
 
-from dvrk_ident_ros.errors import SafetyError
+from dvrk_ident_ros.errors import LimitError, SafetyError
 from dvrk_ident_ros.model.arm_model import ArmModel
 from dvrk_ident_ros.model.limits import coordinate_limits
 
@@ -50,23 +50,27 @@ class CommandChecker:
         return self._rows @ q_dvrk + self._offset
 
     def position(self, q_dvrk: ArrayLike, what: str = "position") -> np.ndarray:
-        """The position as an array, or SafetyError naming the first coordinate outside its range."""
+        """The position as an array, or LimitError naming the first coordinate outside its range."""
         q = self.finite(q_dvrk, what)
         c = self.coordinates(q)
         outside = np.flatnonzero((c < self.lower) | (c > self.upper))
         if outside.size:
             i = outside[0]
-            raise SafetyError(f"{what}: {self._names[i]} = {c[i]:.4f} outside [{self.lower[i]:.4f}, "
-                              f"{self.upper[i]:.4f}]")
+            raise LimitError(f"{what}: {self._names[i]} = {c[i]:.4f} outside [{self.lower[i]:.4f}, "
+                             f"{self.upper[i]:.4f}]", what=what, joint=self._names[i], value=c[i],
+                             lower=self.lower[i], upper=self.upper[i])
         return q
 
     def speed(self, qd_dvrk: ArrayLike, what: str = "velocity", scale: float = 1.0) -> np.ndarray:
         qd = self.finite(qd_dvrk, what)
-        v = np.abs(self._rows @ qd)
+        signed = self._rows @ qd
+        v = np.abs(signed)
         over = np.flatnonzero(v > scale * self.max_speed)
         if over.size:
             i = over[0]
-            raise SafetyError(f"{what}: {self._names[i]} speed {v[i]:.3f} above {scale * self.max_speed[i]:.3f}")
+            limit = scale * self.max_speed[i]
+            raise LimitError(f"{what}: {self._names[i]} speed {v[i]:.3f} above {limit:.3f}", what=what,
+                             joint=self._names[i], value=signed[i], lower=-limit, upper=limit)
         return qd
 
     def torque(self, tau_dvrk: ArrayLike, what: str = "effort") -> np.ndarray:
@@ -75,7 +79,9 @@ class CommandChecker:
             over = np.flatnonzero(np.abs(tau) > self.torque_limit)
             if over.size:
                 i = over[0]
-                raise SafetyError(f"{what}: {self.names[i]} {tau[i]:.3f} beyond the limit {self.torque_limit[i]:.3f}")
+                limit = self.torque_limit[i]
+                raise LimitError(f"{what}: {self.names[i]} {tau[i]:.3f} beyond the limit {limit:.3f}", what=what,
+                                 joint=self.names[i], value=tau[i], lower=-limit, upper=limit)
         return tau
 
     def first_position_violation(self, q_dvrk: np.ndarray) -> int | None:

@@ -6,11 +6,11 @@
     ros2 launch dvrk_ident gc_calibration.launch.py arm:=PSM1 serial:=28007 parameter_file:=psm1_sdp.json
 
 Starts ``gc_calibration`` (config/gc_calibration.yaml), which runs the job in order. An MTM
-(dvrk_ident_ros/app/gc_calibration.py): the nodes of collect.launch.py play ``grid_file`` and record it;
+(dvrk_ident_ros/jobs/gc_calibration.py): the nodes of collect.launch.py play ``grid_file`` and record it;
 once the bag is closed, gc-<ARM>-<serial>.json is fitted from it (as ``dvrk-ident gc fit``); the
 ``gravity_compensation`` node then holds the arm with the new file at ``hold_poses`` poses away from the
 grid for ``hold_time`` s each, and the drift (joint, tip) is reported in ``output_directory``
-(gc-<ARM>-<serial>-report.txt, -hold.csv, -hold.png). A PSM or an ECM (dvrk_ident_ros/app/console_calibration.py,
+(gc-<ARM>-<serial>-report.txt, -hold.csv, -hold.png). A PSM or an ECM (dvrk_ident_ros/jobs/console_calibration.py,
 dVRK 2.4): ``refit_holds`` static holds are recorded, the gravity of ``parameter_file`` (the identified model)
 refitted to them, the console's physical-DH file <ARM>-<serial>-kinematic-gc.json fitted, and the arm held
 in position mode at ``hold_poses`` poses with its compensation, then with the new file (a simulated arm takes
@@ -30,9 +30,9 @@ from launch_ros.actions import Node, SetParameter
 from launch_ros.parameter_descriptions import ParameterValue
 from launch_ros.substitutions import FindPackageShare
 
-from dvrk_ident_ros.app.gc_calibration import check_job
-from dvrk_ident_ros.app.launch_support import canonical_arguments, exit_handler
 from dvrk_ident_ros.arms import known_arms
+from dvrk_ident_ros.jobs.gc_calibration import check_job
+from dvrk_ident_ros.jobs.launch_support import canonical_arguments, exit_handler
 
 PACKAGE = "dvrk_ident"
 

@@ -13,7 +13,7 @@ from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
 from launch_ros.substitutions import FindPackageShare
 
-from dvrk_ident_ros.app.launch_support import exit_handler
+from dvrk_ident_ros.jobs.launch_support import exit_handler
 
 PACKAGE = "dvrk_ident"
 

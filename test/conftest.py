@@ -47,8 +47,8 @@ def ros_env(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     """Environment of this test and its subprocesses: own domain, localhost only."""
     if not _rclpy_available():
         pytest.skip("rclpy is not installed (run `make setup`)")
-    from dvrk_ident_ros.app.launcher import localhost_only
     from dvrk_ident_ros.environment import ensure_ament_prefix_path
+    from dvrk_ident_ros.jobs.launcher import localhost_only
 
     ensure_ament_prefix_path()
     monkeypatch.setenv("ROS_DOMAIN_ID", str(next_domain_id()))
@@ -66,7 +66,7 @@ def ros_env(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
 @pytest.fixture
 def nodes_env(ros_env: dict[str, str]) -> dict[str, str]:
     """The environment the package's node processes get in this test's domain (the launcher's)."""
-    from dvrk_ident_ros.app.launcher import ros_environment
+    from dvrk_ident_ros.jobs.launcher import ros_environment
 
     return ros_environment(int(ros_env["ROS_DOMAIN_ID"]))
 

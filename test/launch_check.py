@@ -11,7 +11,7 @@ be a parameter of the node's own file ``config/<executable>.yaml``
 
 Exit statuses and argument conventions (:func:`check_exit_handlers`,
 :func:`check_argument_conventions`): every ``Node`` is bound to a name and
-given to ``exit_handler`` of ``dvrk_ident_ros.app.launch_support`` (a node that
+given to ``exit_handler`` of ``dvrk_ident_ros.jobs.launch_support`` (a node that
 exits non-zero fails the launch), one of them ``required=True`` (its exit ends
 the launch); a boolean argument has no ``choices`` (they would refuse ``True``
 and ``1``) and is made canonical by ``canonical_arguments(booleans=...)``, as
@@ -127,7 +127,7 @@ def _keyword(call: ast.Call, name: str) -> ast.expr | None:
 
 
 def _imports_support(tree: ast.Module, name: str) -> bool:
-    return any(isinstance(n, ast.ImportFrom) and n.module == "dvrk_ident_ros.app.launch_support"
+    return any(isinstance(n, ast.ImportFrom) and n.module == "dvrk_ident_ros.jobs.launch_support"
                and any(a.name == name for a in n.names) for n in ast.walk(tree))
 
 
@@ -141,7 +141,7 @@ def check_exit_handlers(path: Path) -> list[str]:
         return []
     problems = []
     if not _imports_support(tree, "exit_handler"):
-        problems.append(f"{path.name}: does not import exit_handler from dvrk_ident_ros.app.launch_support")
+        problems.append(f"{path.name}: does not import exit_handler from dvrk_ident_ros.jobs.launch_support")
     bound: dict[str, int] = {}  # variable -> line of its Node(...)
     for node in ast.walk(tree):
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and \
@@ -213,7 +213,7 @@ def check_argument_conventions(path: Path) -> list[str]:
         if arm:
             arm_made_canonical.add(arm)
     if canonical and not _imports_support(tree, "canonical_arguments"):
-        problems.append(f"{path.name}: canonical_arguments is not imported from dvrk_ident_ros.app.launch_support")
+        problems.append(f"{path.name}: canonical_arguments is not imported from dvrk_ident_ros.jobs.launch_support")
     declared_booleans: set[str] = set()
     variables = {t.id: _literal(_argument(n.value, "variable_name")) for n in ast.walk(tree)
                  if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call)

@@ -131,7 +131,7 @@ def test_arm_check_listens_to_the_simulated_arm_and_commands_nothing(ros_env, rc
     from rclpy.node import Node
     from sensor_msgs.msg import JointState
 
-    from dvrk_ident_ros.nodes.arm_probe import check_arm
+    from dvrk_ident_ros.ros.arm_probe import check_arm
 
     created: list[str] = []
     create_publisher = Node.create_publisher

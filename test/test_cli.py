@@ -54,13 +54,13 @@ def test_installed_command_runs():
 def test_node_list_matches_the_console_scripts():
     from test_package import _console_scripts
 
-    from dvrk_ident_ros.app.launch_commands import NODES
+    from dvrk_ident_ros.jobs.launch_commands import NODES
 
     assert set(NODES) == set(_console_scripts()) - {"dvrk-ident"}
 
 
 def _node_names() -> tuple[str, ...]:
-    from dvrk_ident_ros.app.launch_commands import NODES
+    from dvrk_ident_ros.jobs.launch_commands import NODES
 
     return NODES
 

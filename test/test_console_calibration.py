@@ -1,4 +1,4 @@
-"""The gravity job on a PSM or an ECM (dvrk_ident_ros/app/console_calibration.py): its pieces without ROS, the
+"""The gravity job on a PSM or an ECM (dvrk_ident_ros/jobs/console_calibration.py): its pieces without ROS, the
 simulated arm taking a new ``kinematic_gc`` live, and one shortened run on the simulated PSM through the
 launcher (as ``dvrk-ident launch gc_calibration arm:=PSM1 ...``)."""
 from __future__ import annotations
@@ -10,15 +10,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dvrk_ident_ros.app.console_calibration import (
+from dvrk_ident_ros.arms import arm_spec
+from dvrk_ident_ros.errors import CalibrationRefusedError
+from dvrk_ident_ros.jobs.console_calibration import (
     ConsoleCalibration,
-    ConsoleCalibrationRefusedError,
     ConsoleCalibrationSettings,
     ConsoleReport,
     console_settings,
     sag_of,
 )
-from dvrk_ident_ros.arms import arm_spec
 
 REPO = Path(__file__).resolve().parents[1]
 PSM_TRUTH = REPO / "config" / "sim" / "psm_true.json"
@@ -36,18 +36,18 @@ def test_the_settings_name_the_files_and_refuse_what_cannot_run():
     assert s.parameter_file == PSM_TRUTH and s.kinematic_gc_file.name == "PSM1-28007-kinematic-gc.json"
     assert s.bag.name == "PSM1-28007-holds" and s.refit_file.name == "PSM1-28007-refit.json"
     assert console_settings(_values(parameter_file="", hold_only=True)).hold_only
-    with pytest.raises(ConsoleCalibrationRefusedError, match="parameter_file is required"):
+    with pytest.raises(CalibrationRefusedError, match="parameter_file is required"):
         console_settings(_values(parameter_file=""))
-    with pytest.raises(ConsoleCalibrationRefusedError, match="serial"):
+    with pytest.raises(CalibrationRefusedError, match="serial"):
         console_settings(_values(serial="a b"))
-    with pytest.raises(ConsoleCalibrationRefusedError, match=r"MTML \(MTM\): the dVRK console has no physical-DH"):
+    with pytest.raises(CalibrationRefusedError, match=r"MTML \(MTM\): the dVRK console has no physical-DH"):
         console_settings(_values(arm="MTML"))
 
 
 def test_the_sag_is_the_tip_between_setpoint_and_measured():
     """Independent of the kinematics' details: the insertion moves the tip along the shaft by exactly its own
     displacement, and equal poses do not sag."""
-    from dvrk_ident_ros.app.gc_calibration import tip_function
+    from dvrk_ident_ros.jobs.gc_calibration import tip_function
 
     tip = tip_function("PSM1")
     setpoint = np.array([0.3, -0.2, 0.12, 0.4, 0.1, -0.2])
@@ -142,9 +142,9 @@ def test_gc_calibration_on_the_simulated_psm(tmp_path: Path, nodes_env):
     """The whole job on the simulated PSM1 (Classic, no compensation of its own: it sags): 20 holds, the refit
     of its true parameter file, the console's file, one pose held before and with it (the 7-link chain loads
     in the transcription's shape)."""
-    from dvrk_ident_ros.app.launch_commands import launch_plan
-    from dvrk_ident_ros.app.launcher import LaunchPlan
     from dvrk_ident_ros.gc.console_gc import load_chain
+    from dvrk_ident_ros.jobs.launch_commands import launch_plan
+    from dvrk_ident_ros.jobs.launcher import LaunchPlan
 
     out = tmp_path / "out"
     nodes = launch_plan("gc_calibration", ["arm:=psm1", "serial:=28007", "sim:=True", f"output_directory:={out}",
@@ -174,9 +174,9 @@ def test_the_simulated_arm_takes_or_refuses_a_file_through_its_parameter(nodes_e
     """The job's hold test gives the simulated arm the new file through its ``kinematic_gc`` parameter: a PSM's
     chain is taken, an ECM's (6 links) refused with the console's reason and the old chain kept; without a
     simulated arm the job is told why (a console reads the file at start only)."""
-    from dvrk_ident_ros.app.launcher import NodeProcess, wait_for
-    from dvrk_ident_ros.nodes.clients import ArmClient
+    from dvrk_ident_ros.jobs.launcher import NodeProcess, wait_for
     from dvrk_ident_ros.nodes.gc_calibration import ClientPort
+    from dvrk_ident_ros.ros.clients import ArmClient
 
     with ArmClient("PSM2", "test_no_sim") as client:
         assert "no simulated PSM2 offers kinematic_gc" in ClientPort(client).apply_kinematic_gc(Path("x.json"), 1.0)

@@ -28,7 +28,7 @@ _BLOCK_ROS = textwrap.dedent(
     import dvrk_ident_ros
     names = []
     for info in pkgutil.walk_packages(dvrk_ident_ros.__path__, "dvrk_ident_ros."):
-        if info.name.startswith("dvrk_ident_ros.nodes"):
+        if info.name.startswith(("dvrk_ident_ros.nodes", "dvrk_ident_ros.ros")):
             continue
         importlib.import_module(info.name)
         names.append(info.name)

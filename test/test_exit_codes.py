@@ -1,8 +1,8 @@
 """Exit statuses that tell the truth: the launch files' exit rules, the launcher's plans, the nodes.
 
-Unit tests (no ROS): the launch files' exit rules (dvrk_ident_ros/app/launch_support.py; the exit handler in
+Unit tests (no ROS): the launch files' exit rules (dvrk_ident_ros/jobs/launch_support.py; the exit handler in
 the real ``ros2 launch`` is test_ros2_tools.py's) and the rules of
-:class:`~dvrk_ident_ros.app.launcher.LaunchPlan` on stand-in processes. Integration tests
+:class:`~dvrk_ident_ros.jobs.launcher.LaunchPlan` on stand-in processes. Integration tests
 (through the launcher, as ``dvrk-ident launch`` runs the launch files): a collect whose player
 cannot load its trajectory ends with the player's status, a gc launch without its gc file ends
 non-zero, a short collect on the simulated arm ends 0, and ``dvrk-ident launch`` forwards Ctrl-C.
@@ -20,15 +20,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dvrk_ident_ros.app.launch_support import (
-    LaunchArgumentError,
-    NodeFailedError,
-    canonical_values,
-    exit_outcome,
-    parse_bool,
-)
-from dvrk_ident_ros.app.launcher import LaunchPlan, PlannedNode
-from dvrk_ident_ros.errors import DvrkIdentError
+from dvrk_ident_ros.errors import DvrkIdentError, LaunchArgumentError, NodeFailedError
+from dvrk_ident_ros.jobs.launch_support import canonical_values, exit_outcome, parse_bool
+from dvrk_ident_ros.jobs.launcher import LaunchPlan, PlannedNode
 
 
 # -- the launch files' rules ------------------------------------------------------------------------------------------
@@ -171,7 +165,7 @@ def _bags(directory: Path) -> list[Path]:
 
 @pytest.mark.ros
 def test_collect_whose_player_cannot_load_its_trajectory_ends_with_the_players_status(tmp_path: Path, nodes_env):
-    from dvrk_ident_ros.app.launch_commands import launch_plan
+    from dvrk_ident_ros.jobs.launch_commands import launch_plan
 
     recordings = tmp_path / "recordings"
     nodes = launch_plan("collect", ["arm:=psm1", f"output_directory:={recordings}"])
@@ -204,7 +198,7 @@ def test_dvrk_ident_launch_refuses_a_missing_trajectory_before_any_node_starts(t
 
 @pytest.mark.ros
 def test_gravity_compensation_without_its_gc_file_ends_non_zero(tmp_path: Path, nodes_env):
-    from dvrk_ident_ros.app.launch_commands import launch_plan
+    from dvrk_ident_ros.jobs.launch_commands import launch_plan
 
     nodes = launch_plan("gravity_compensation", ["arm:=mtml", f"parameter_file:={tmp_path / 'gc-MTML-0.json'}"])
     result = LaunchPlan("gravity_compensation.launch.py", nodes, log_dir=tmp_path / "logs", env=nodes_env).run(60)
@@ -216,7 +210,7 @@ def test_gravity_compensation_without_its_gc_file_ends_non_zero(tmp_path: Path, 
 @pytest.mark.ros
 @pytest.mark.slow
 def test_short_collect_on_the_simulated_arm_ends_0(tmp_path: Path, nodes_env):
-    from dvrk_ident_ros.app.launch_commands import launch_plan
+    from dvrk_ident_ros.jobs.launch_commands import launch_plan
 
     recordings = tmp_path / "recordings"
     trajectory = _short_trajectory(tmp_path / "short.yaml")

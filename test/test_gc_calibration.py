@@ -1,4 +1,4 @@
-"""The whole gc job (dvrk_ident_ros/app/gc_calibration.py, node gc_calibration, gc_calibration.launch.py).
+"""The whole gc job (dvrk_ident_ros/jobs/gc_calibration.py, node gc_calibration, gc_calibration.launch.py).
 
 Unit tests of its pieces (no ROS), the refusals before any node starts, and one shortened run on the
 simulated MTML through the launcher (as ``dvrk-ident launch gc_calibration``): a small grid (60 poses),
@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 import yaml
 
-from dvrk_ident_ros.app.gc_calibration import (
-    CalibrationRefusedError,
+from dvrk_ident_ros.errors import CalibrationRefusedError, LaunchArgumentError
+from dvrk_ident_ros.jobs.gc_calibration import (
     CalibrationReport,
     CalibrationSettings,
     check_gc_arm,
@@ -28,7 +28,6 @@ from dvrk_ident_ros.app.gc_calibration import (
     parse_orders,
     tip_function,
 )
-from dvrk_ident_ros.app.launch_support import LaunchArgumentError
 
 
 def test_only_an_arm_whose_family_has_a_gc_fit_is_taken():
@@ -64,7 +63,7 @@ def test_every_arm_of_the_registry_has_a_gravity_job():
     (["serial:=1", "sim:=yes"], "sim:='yes' is not a boolean"),
 ])
 def test_launch_refuses_before_any_node_starts(given: list[str], expected: str):
-    from dvrk_ident_ros.app.launch_commands import launch_plan
+    from dvrk_ident_ros.jobs.launch_commands import launch_plan
 
     with pytest.raises(LaunchArgumentError) as info:
         launch_plan("gc_calibration", given)
@@ -72,7 +71,7 @@ def test_launch_refuses_before_any_node_starts(given: list[str], expected: str):
 
 
 def test_launch_plan_follows_the_arguments():
-    from dvrk_ident_ros.app.launch_commands import launch_plan
+    from dvrk_ident_ros.jobs.launch_commands import launch_plan
 
     nodes = launch_plan("gc_calibration", ["arm:=mtmr", "serial:=41878", "sim:=True", "hold_poses:=3"])
     assert [n.name for n in nodes] == ["simulated_arm_MTMR", "gc_safety_net_MTMR", "gc_calibration_MTMR"]
@@ -124,8 +123,8 @@ def test_drift_of_a_pose_and_the_report(tmp_path: Path):
 
 
 def test_a_job_whose_bag_exists_is_refused_before_any_node_starts(tmp_path: Path):
-    from dvrk_ident_ros.app.collection import REFUSED
-    from dvrk_ident_ros.app.gc_calibration import Calibration
+    from dvrk_ident_ros.jobs.collection import REFUSED
+    from dvrk_ident_ros.jobs.gc_calibration import Calibration
 
     settings = CalibrationSettings("MTML", "7", tmp_path / "grid.yaml", tmp_path)
     settings.bag.mkdir()
@@ -189,7 +188,7 @@ def test_the_hold_stage_moves_only_a_ready_arm_and_trusts_only_a_fresh_state(mon
     fresh valid state gets no move_jp and the job stops with the reason; a pose counts as reached only by a
     fresh state."""
     import dvrk_ident_ros.nodes.gc_calibration as node
-    from dvrk_ident_ros.app.gc_calibration import StepFailedError
+    from dvrk_ident_ros.errors import StepFailedError
 
     monkeypatch.setattr(node, "READY_WAIT", 0.2)
     goal = np.full(7, 0.1)
@@ -257,10 +256,10 @@ def test_dvrk_ident_launch_refuses_a_psm_without_its_model_before_any_node_start
 @pytest.mark.ros
 @pytest.mark.slow
 def test_gc_calibration_on_the_simulated_mtml(tmp_path: Path, nodes_env):
-    from dvrk_ident_ros.app.launch_commands import launch_plan
-    from dvrk_ident_ros.app.launcher import LaunchPlan
     from dvrk_ident_ros.gc.bags import load_pose_bag
     from dvrk_ident_ros.gc.params import load_gc
+    from dvrk_ident_ros.jobs.launch_commands import launch_plan
+    from dvrk_ident_ros.jobs.launcher import LaunchPlan
 
     out = tmp_path / "out"
     grid = _small_grid(tmp_path / "small_grid.yaml")
@@ -309,9 +308,9 @@ def test_gc_calibration_on_the_simulated_mtml(tmp_path: Path, nodes_env):
 def test_the_arm_client_leaves_a_faulted_arm_to_a_person(nodes_env, tmp_path: Path):
     """ArmClient.home (the calibration's and the demo's) powers on and homes a DISABLED arm, but a FAULT is for
     a person to look at and clear: it says so and sends nothing (the arm stays in FAULT)."""
-    from dvrk_ident_ros.app.launcher import NodeProcess
     from dvrk_ident_ros.errors import DvrkIdentError
-    from dvrk_ident_ros.nodes.clients import ArmClient
+    from dvrk_ident_ros.jobs.launcher import NodeProcess
+    from dvrk_ident_ros.ros.clients import ArmClient
 
     with NodeProcess("simulated_arm", {"arm": "MTML", "initial_state": "FAULT"}, log_dir=tmp_path / "logs",
                      env=nodes_env, name="sim") as sim, ArmClient("MTML", "test_fault") as client:

@@ -173,7 +173,7 @@ def test_a_recording_at_the_bridges_default_100_hz_gets_a_note():
     training errors were 48-94 % against 5-44 % at 1 kHz, README); 200 Hz and 1 kHz get none."""
     import numpy as np
 
-    from dvrk_ident_ros.app.jobs import low_rate_note
+    from dvrk_ident_ros.jobs.offline import low_rate_note
 
     t100, t200, t1k = (np.arange(0.0, 10.0, 1.0 / rate) for rate in (100.0, 200.0, 1000.0))
     note = low_rate_note(["a/psm_100hz", "b/psm_1khz"], [t100, t1k])

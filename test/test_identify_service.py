@@ -31,8 +31,8 @@ def _small_recording(path: Path) -> Path:
 
 
 def test_requests_touch_only_what_they_may(ros_env, tmp_path: Path):
-    from dvrk_ident_ros.app.launcher import NodeProcess, ros_environment
-    from dvrk_ident_ros.nodes.clients import ArmClient
+    from dvrk_ident_ros.jobs.launcher import NodeProcess, ros_environment
+    from dvrk_ident_ros.ros.clients import ArmClient
 
     outside = tmp_path / "outside"
     base = outside / "lab" / "identification"  # the node's output_directory; `../..` is `outside`

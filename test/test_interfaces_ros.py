@@ -132,7 +132,7 @@ def test_nodes_fall_back_to_the_single_threaded_executor_without_the_events_exec
     import rclpy
     from rclpy.executors import SingleThreadedExecutor
 
-    from dvrk_ident_ros.nodes.common import _events_executor
+    from dvrk_ident_ros.ros.process import _events_executor
 
     node = rclpy.create_node("fallback_check", context=rclpy_context)
     try:

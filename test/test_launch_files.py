@@ -262,7 +262,7 @@ from launch.conditions import IfCondition
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
-from dvrk_ident_ros.app.launch_support import canonical_arguments, exit_handler
+from dvrk_ident_ros.jobs.launch_support import canonical_arguments, exit_handler
 
 def generate_launch_description():
     arm = LaunchConfiguration("arm")
@@ -298,9 +298,9 @@ def test_handler_and_convention_checks_accept_a_good_file(tmp_path: Path):
         ("required=True", "required=False", "no exit_handler(..., required=True)"),
         ("        worker,\n", '        Node(package="dvrk_ident", executable="third"),\n        worker,\n',
          "a Node not bound to a name"),
-        ("from dvrk_ident_ros.app.launch_support import canonical_arguments, exit_handler",
-         "from dvrk_ident_ros.app.launch_support import canonical_arguments\nfrom elsewhere import exit_handler",
-         "does not import exit_handler from dvrk_ident_ros.app.launch_support"),
+        ("from dvrk_ident_ros.jobs.launch_support import canonical_arguments, exit_handler",
+         "from dvrk_ident_ros.jobs.launch_support import canonical_arguments\nfrom elsewhere import exit_handler",
+         "does not import exit_handler from dvrk_ident_ros.jobs.launch_support"),
     ],
 )
 def test_handler_check_rejects_a_bad_file(tmp_path: Path, old: str, new: str, expected: str):
@@ -350,7 +350,7 @@ _EVERY_NODE = {"collect": ["sim:=true"], "gravity_compensation": ["parameter_fil
 
 @pytest.mark.parametrize("path", LAUNCH_FILES, ids=lambda p: p.name)
 def test_dvrk_ident_launch_runs_the_plan_of_the_launch_file(path: Path):
-    from dvrk_ident_ros.app.launch_commands import declared_arguments, launch_plan
+    from dvrk_ident_ros.jobs.launch_commands import declared_arguments, launch_plan
 
     name = path.name.removesuffix(".launch.py")
     nodes = launch_plan(name, _EVERY_NODE.get(name, []))
@@ -369,8 +369,8 @@ def _literal_name(call: ast.Call) -> str:
 
 
 def test_collect_plan_follows_the_arguments(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    from dvrk_ident_ros.app.launch_commands import launch_plan
-    from dvrk_ident_ros.app.launch_support import LaunchArgumentError
+    from dvrk_ident_ros.errors import LaunchArgumentError
+    from dvrk_ident_ros.jobs.launch_commands import launch_plan
 
     nodes = launch_plan("collect", ["arm:=mtml", "sim:=True", "autostart:=0"])
     by_node = {n.node: n for n in nodes}
@@ -412,8 +412,8 @@ def test_collect_plan_follows_the_arguments(tmp_path: Path, monkeypatch: pytest.
     ],
 )
 def test_dvrk_ident_launch_refuses_bad_arguments_before_any_node_starts(file: str, given: list[str], expected: str):
-    from dvrk_ident_ros.app.launch_commands import launch_plan
     from dvrk_ident_ros.errors import DvrkIdentError
+    from dvrk_ident_ros.jobs.launch_commands import launch_plan
 
     with pytest.raises(DvrkIdentError) as info:
         launch_plan(file, given)

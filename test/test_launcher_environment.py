@@ -1,10 +1,10 @@
 """The isolation of the package's own runs (tests, demo, benchmarks): their own domain, this machine only,
-on Humble as on later distributions (dvrk_ident_ros/app/launcher.py)."""
+on Humble as on later distributions (dvrk_ident_ros/jobs/launcher.py)."""
 from __future__ import annotations
 
 import pytest
 
-from dvrk_ident_ros.app.launcher import isolation_variables, localhost_only, ros_environment
+from dvrk_ident_ros.jobs.launcher import isolation_variables, localhost_only, ros_environment
 
 
 @pytest.mark.parametrize(("distro", "humble"), [("humble", True), ("jazzy", False), ("kilted", False)])

@@ -3,10 +3,12 @@
 Every import of every module counts, at module level or inside a function (an
 import inside a function hides a dependency from a reader, not from this test).
 A module may import its own layer and the layers below it, never one above; the
-modules' import graph has no cycle at all. The order is defined once, in
-:data:`LAYERS`; a new module outside every listed prefix fails the test until it
-is placed there. Only the ROS layer (``nodes``) imports rclpy or the generated
-interfaces; test_core_without_ros.py imports the rest with rclpy blocked.
+modules' import graph has no cycle at all, nor has the graph of the package's
+subpackages. The order is defined once, in :data:`LAYERS`; a new module outside
+every listed prefix fails the test until it is placed there. Only the ROS layers
+(``ros``, ``nodes``) import rclpy or the generated interfaces;
+test_core_without_ros.py imports the rest with rclpy blocked. The command line
+(``app``) and the nodes never import each other (:data:`APART`).
 """
 from __future__ import annotations
 
@@ -32,14 +34,18 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("sim", ("sim",)),  # the simulated arm
     ("export", ("export",)),  # URDF / MJCF of identified arms; its checks against sim/
     ("node support", ("parameters", "node_help")),  # the nodes' parameter schemas and --help (ROS-free)
-    ("app", ("app",)),  # CLI commands, jobs, launcher (ROS-free at import)
-    ("nodes", ("nodes",)),  # rclpy: the only layer that imports ROS
-    ("entry", ("app.cli", "app.demo")),  # dvrk-ident and its demo, which drives the nodes as a client
+    ("jobs", ("jobs",)),  # offline jobs, launch plans, the process runner, the calibration jobs (ROS-free)
+    ("ros", ("ros",)),  # rclpy: what the nodes and the clients share, and the clients the CLI drives arms with
+    ("nodes", ("nodes",)),  # rclpy: the nodes
+    ("app", ("app",)),  # dvrk-ident (the command line) and its demo; never imports a node
 )
 #: Only modules of these layers may import ROS_MODULES: rclpy and the package's generated interfaces (what
 #: test_core_without_ros.py blocks). Elsewhere, optional ROS extras are imported where used, under a guard
-#: (data/interfaces.py: crtk_msgs' definition; app/launch_support.py: the launch package, for launch files).
-ROS_LAYERS = ("nodes",)
+#: (data/interfaces.py: crtk_msgs' definition; jobs/launch_support.py: the launch package, for launch files).
+ROS_LAYERS = ("ros", "nodes")
+#: Packages that must not import each other in either direction: the command line drives arms through the
+#: clients (``ros``) and runs nodes as processes, never by importing them.
+APART = (("app", "nodes"),)
 ROS_MODULES = ("rclpy", "rosidl_runtime_py", "dvrk_ident")
 
 
@@ -162,6 +168,29 @@ def test_no_import_cycle(package_graph):
     assert cycle is None, "import cycle: " + " -> ".join(cycle)
 
 
+def package_level(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The graph of the package's subpackages (a top-level module stands for itself)."""
+    def top(module: str) -> str:
+        return module[len(PACKAGE) + 1:].split(".")[0] if module != PACKAGE else ""
+    out: dict[str, set[str]] = {}
+    for a, deps in graph.items():
+        out.setdefault(top(a), set()).update(top(b) for b in deps if top(b) != top(a))
+    return out
+
+
+def test_no_package_level_import_cycle(package_graph):
+    graph, _ = package_graph
+    cycle = find_cycle(package_level(graph))
+    assert cycle is None, "import cycle between subpackages: " + " -> ".join(cycle)
+
+
+def test_the_command_line_and_the_nodes_do_not_import_each_other(package_graph):
+    graph, _ = package_graph
+    level = package_level(graph)
+    crossings = [f"{a} -> {b}" for x, y in APART for a, b in ((x, y), (y, x)) if b in level.get(a, set())]
+    assert not crossings, crossings
+
+
 def test_only_the_ros_layer_imports_ros(package_graph):
     """The ROS-free core (and the CLI) never import rclpy or the generated interfaces, even in a function."""
     graph, outside = package_graph
@@ -201,3 +230,15 @@ def test_checks_catch_a_planted_violation_and_cycle():
     with pytest.raises(KeyError):
         layer_of("dvrk_ident_ros.unplaced", layers)
     assert rank("dvrk_ident_ros.app.jobs") == 2
+
+
+def test_the_package_level_checks_catch_a_planted_crossing():
+    """Two modules of different subpackages importing each other's package: a package-level cycle that the
+    module graph alone does not show, and a crossing of APART."""
+    graph = {"dvrk_ident_ros.app.demo": {"dvrk_ident_ros.nodes.clients"},
+             "dvrk_ident_ros.nodes.clients": set(), "dvrk_ident_ros.nodes.gc": {"dvrk_ident_ros.app.jobs"},
+             "dvrk_ident_ros.app.jobs": set()}
+    assert find_cycle(graph) is None
+    level = package_level(graph)
+    assert level == {"app": {"nodes"}, "nodes": {"app"}}
+    assert find_cycle(level) in (["app", "nodes", "app"], ["nodes", "app", "nodes"])

@@ -11,7 +11,8 @@ import yaml
 from conftest import REPO_ROOT
 from helpers.processes import running
 
-from dvrk_ident_ros.parameters import SCHEMAS, Kind, NodeSchema, Parameter, ParameterValueError
+from dvrk_ident_ros.errors import ParameterValueError
+from dvrk_ident_ros.parameters import SCHEMAS, Kind, NodeSchema, Parameter
 
 CONFIG = REPO_ROOT / "config"
 

@@ -84,7 +84,8 @@ class _Harness:
         from std_msgs.msg import Bool, Empty
 
         from dvrk_ident.msg import GravityCompensationDiagnostics
-        from dvrk_ident_ros.nodes.common import EVENT_QOS, STATE_QOS, crtk_messages
+        from dvrk_ident_ros.ros.messages import crtk_messages
+        from dvrk_ident_ros.ros.qos import EVENT_QOS, STATE_QOS
 
         self.probe = Probe(rclpy_context, name)
         crtk = crtk_messages()
@@ -104,7 +105,7 @@ class _Harness:
         ours = [self.measured] + ([self.gc_setpoint] if self.gc_setpoint is not None else [])
         assert self.probe.wait_for_graph(proc, publishers=topics, subscribers=ours), \
             f"the node did not come up:\n{output_of(proc)}"
-        from dvrk_ident_ros.nodes.common import READY_SETTLE
+        from dvrk_ident_ros.ros.arm_monitor import READY_SETTLE
 
         # the arm's "ready" (transient_local) reaches the node as it matches: it commands once that has
         # held for READY_SETTLE (an MTM homed again says ready for a moment before its homing move)
@@ -272,7 +273,7 @@ def test_the_ramp_in_starts_from_the_arm_s_own_effort(ros_env, rclpy_context, tm
     the compensation; exactly tau once ramped in. (Without a fresh setpoint_js: from 0 N m, test_ramp_in.)"""
     from sensor_msgs.msg import JointState
 
-    from dvrk_ident_ros.nodes.common import STATE_QOS
+    from dvrk_ident_ros.ros.qos import STATE_QOS
 
     path, params = _gc_file(tmp_path)
     q, qd = np.array([0.1, 0.3, -0.2, 0.4, -0.3, 0.2, 0.0]), np.zeros(7)
@@ -700,7 +701,8 @@ def test_no_command_until_the_builtin_compensation_can_be_turned_off(ros_env, rc
     from sensor_msgs.msg import JointState
     from std_msgs.msg import Bool
 
-    from dvrk_ident_ros.nodes.common import EVENT_QOS, STATE_QOS, crtk_messages
+    from dvrk_ident_ros.ros.messages import crtk_messages
+    from dvrk_ident_ros.ros.qos import EVENT_QOS, STATE_QOS
 
     path, _ = _gc_file(tmp_path)
     q, qd = np.array([0.1, 0.3, -0.2, 0.4, -0.3, 0.2, 0.0]), np.zeros(7)

@@ -433,7 +433,9 @@ def test_a_moment_of_ready_before_a_homing_move_commands_nothing(ros_env, rclpy_
     from crtk_msgs.msg import OperatingState
     from sensor_msgs.msg import JointState
 
-    from dvrk_ident_ros.nodes.common import EVENT_QOS, READY_SETTLE, STATE_QOS, fill_joint_state
+    from dvrk_ident_ros.ros.arm_monitor import READY_SETTLE
+    from dvrk_ident_ros.ros.messages import fill_joint_state
+    from dvrk_ident_ros.ros.qos import EVENT_QOS, STATE_QOS
     from dvrk_ident_ros.sim.config import load_sim_config
 
     path = _trajectory(tmp_path / "short.yaml")

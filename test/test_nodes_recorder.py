@@ -347,7 +347,8 @@ def test_node_records_every_message_and_finalises_on_sigint(ros_env, rclpy_conte
     from sensor_msgs.msg import JointState
 
     from dvrk_ident.msg import PlayerStatus, RecorderStatus
-    from dvrk_ident_ros.nodes.common import EVENT_QOS, STATE_QOS, crtk_messages
+    from dvrk_ident_ros.ros.messages import crtk_messages
+    from dvrk_ident_ros.ros.qos import EVENT_QOS, STATE_QOS
 
     crtk = crtk_messages()
     if crtk is None:
@@ -457,7 +458,8 @@ def test_node_on_sim_time_writes_one_clock(ros_env, rclpy_context, tmp_path):
     from rosgraph_msgs.msg import Clock
     from sensor_msgs.msg import JointState
 
-    from dvrk_ident_ros.nodes.common import EVENT_QOS, STATE_QOS, crtk_messages
+    from dvrk_ident_ros.ros.messages import crtk_messages
+    from dvrk_ident_ros.ros.qos import EVENT_QOS, STATE_QOS
 
     crtk = crtk_messages()
     if crtk is None:
@@ -527,7 +529,7 @@ def test_node_against_the_simulated_arm_from_disabled_to_homed(ros_env, rclpy_co
     from dvrk_ident.msg import RecorderStatus
     from dvrk_ident_ros.data.bags import arm_readiness, read_joint_state_topic
     from dvrk_ident_ros.model.description import load_description
-    from dvrk_ident_ros.nodes.common import crtk_messages
+    from dvrk_ident_ros.ros.messages import crtk_messages
 
     crtk = crtk_messages()
     if crtk is None:
@@ -600,7 +602,7 @@ def test_node_removes_a_bag_without_its_player_and_names_a_failed_one(ros_env, r
     from sensor_msgs.msg import JointState
 
     from dvrk_ident.msg import PlayerStatus, RecorderStatus
-    from dvrk_ident_ros.nodes.common import STATE_QOS
+    from dvrk_ident_ros.ros.qos import STATE_QOS
 
     node = rclpy.create_node("recorder_outcome_test", context=rclpy_context)
     executor = SingleThreadedExecutor(context=rclpy_context)

@@ -33,7 +33,7 @@ def _stamp(msg) -> float:
 
 def _core_arm(arm: str):
     """The simulator's core as the node builds it (its command checks, its limits)."""
-    from dvrk_ident_ros.nodes.common import arm_family
+    from dvrk_ident_ros.arms import arm_family
     from dvrk_ident_ros.sim.arm import SimulatedArm
     from dvrk_ident_ros.sim.config import load_sim_config
 
@@ -59,7 +59,7 @@ class _Arm:
         from sensor_msgs.msg import JointState
         from std_msgs.msg import Bool, Empty
 
-        from dvrk_ident_ros.nodes.common import EVENT_QOS, STATE_QOS
+        from dvrk_ident_ros.ros.qos import EVENT_QOS, STATE_QOS
 
         self.arm = arm
         self.probe = Probe(rclpy_context, name)
@@ -400,7 +400,7 @@ def test_the_dvrk_clients_waits_hold_event_by_event(ros_env, rclpy_context, arm)
     from helpers.crtk_semantics import ClientView
     from std_msgs.msg import Float64
 
-    from dvrk_ident_ros.nodes.common import EVENT_QOS
+    from dvrk_ident_ros.ros.qos import EVENT_QOS
 
     probe = Probe(rclpy_context, f"client_view_{arm.lower()}")
     client = ClientView(probe, arm)

@@ -21,7 +21,7 @@ pytestmark = [pytest.mark.ros, pytest.mark.slow]
 
 
 def _collect(arm, trajectory, bag, logs, env, player, real_time_factor=1.0):
-    from dvrk_ident_ros.app.launcher import NodeProcess
+    from dvrk_ident_ros.jobs.launcher import NodeProcess
 
     with NodeProcess("simulated_arm", {"arm": arm, "publish_clock": True, "real_time_factor": real_time_factor,
                                        "publish_rate": 100.0, "homing_time": 0.5}, log_dir=logs, env=env,
@@ -43,14 +43,14 @@ def test_psm_collect_and_identify(nodes_env, tmp_path: Path, model: str):
     """The PSM (Classic, and Si with DVRK_IDENT_GENERATION=si: the same arm names, the Si's description) and
     the ECM Si through the simulated arm (held by the console's own default compensation, as the
     console does), the player, the recorder and /identify."""
-    from dvrk_ident_ros.app.launcher import NodeProcess
     from dvrk_ident_ros.data.loaders import load_dataset
     from dvrk_ident_ros.identify.pipeline import prepare
     from dvrk_ident_ros.identify.problem import build_regression, relative_errors
     from dvrk_ident_ros.identify.results import IdentificationResult
+    from dvrk_ident_ros.jobs.launcher import NodeProcess
     from dvrk_ident_ros.model.arm_model import load_model
     from dvrk_ident_ros.model.description import config_directory
-    from dvrk_ident_ros.nodes.clients import ArmClient
+    from dvrk_ident_ros.ros.clients import ArmClient
     from dvrk_ident_ros.sim.config import load_sim_config
 
     bag = tmp_path / "psm_bag"
@@ -97,8 +97,8 @@ def test_psm_collect_and_identify(nodes_env, tmp_path: Path, model: str):
 
 
 def test_gravity_compensation_holds_the_simulated_mtm(nodes_env, tmp_path: Path):
-    from dvrk_ident_ros.app.launcher import NodeProcess, wait_for
-    from dvrk_ident_ros.nodes.clients import ArmClient
+    from dvrk_ident_ros.jobs.launcher import NodeProcess, wait_for
+    from dvrk_ident_ros.ros.clients import ArmClient
     from dvrk_ident_ros.sim.arm import SimulatedArm
     from dvrk_ident_ros.sim.config import load_sim_config
     from dvrk_ident_ros.sim.experiments import tip_pose

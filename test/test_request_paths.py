@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from dvrk_ident_ros.errors import DvrkIdentError
+from dvrk_ident_ros.errors import DvrkIdentError, PathRefusedError
 from dvrk_ident_ros.identify_request import canonical_summary, plan_request, request_arm
-from dvrk_ident_ros.request_paths import PathRefusedError, output_directory_within, readable_data_path
+from dvrk_ident_ros.request_paths import output_directory_within, readable_data_path
 
 
 def _tree(root: Path) -> list[str]:

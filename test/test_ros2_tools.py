@@ -77,7 +77,7 @@ class Launch:
 @pytest.mark.ros
 @pytest.mark.parametrize("launch_file", LAUNCH_FILES)
 def test_every_launch_file_loads_in_the_real_launch(launch_file: str, tools_env):
-    from dvrk_ident_ros.app.launch_commands import declared_arguments
+    from dvrk_ident_ros.jobs.launch_commands import declared_arguments
 
     proc = ros2("launch", "dvrk_ident", launch_file, "--show-args", env=tools_env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -91,8 +91,8 @@ def test_a_collect_paused_during_its_ramp_in_keeps_its_bag(tmp_path: Path, tools
     from rclpy.executors import SingleThreadedExecutor
 
     from dvrk_ident.msg import PlayerStatus
-    from dvrk_ident_ros.nodes.common import crtk_messages
     from dvrk_ident_ros.player_phase import PlayerPhase
+    from dvrk_ident_ros.ros.messages import crtk_messages
 
     crtk = crtk_messages()
     if crtk is None:

@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dvrk_ident_ros.errors import DvrkIdentError, SafetyError
+from dvrk_ident_ros.errors import ArmNotReadyError, DvrkIdentError, SafetyError
 from dvrk_ident_ros.sim.arm import SimulatedArm
 from dvrk_ident_ros.sim.config import load_sim_config
-from dvrk_ident_ros.sim.operating import Action, ArmNotReadyError, OperatingMachine
+from dvrk_ident_ros.sim.operating import Action, OperatingMachine
 
 #: rad (m): how far the simulated PSM rests from its setpoint: the dVRK's PSM PID has no integral term, and the
 #: yaw carries about 1.4 N m at Kp 120 N m/rad (test_pid_holds_the_home_pose_sagging_as_the_dvrk_s_does)

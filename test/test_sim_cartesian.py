@@ -106,7 +106,7 @@ def test_the_simulated_psm_answers_kinematics_and_moves_to_a_pose(ros_env, rclpy
     from helpers.ros_probe import Probe
     from sensor_msgs.msg import JointState
 
-    from dvrk_ident_ros.app.launcher import NodeProcess
+    from dvrk_ident_ros.jobs.launcher import NodeProcess
     from dvrk_ident_ros.nodes.sim_cartesian import pose_message
 
     probe = Probe(rclpy_context, "kinematics_probe")
@@ -165,7 +165,7 @@ def test_the_simulated_psm_publishes_its_cartesian_side(ros_env, rclpy_context, 
     from sensor_msgs.msg import JointState
     from std_msgs.msg import Float64MultiArray
 
-    from dvrk_ident_ros.app.launcher import NodeProcess
+    from dvrk_ident_ros.jobs.launcher import NodeProcess
 
     probe = Probe(rclpy_context, "cartesian_probe")
     poses = probe.collect(PoseStamped, "/PSM1/measured_cp")
@@ -263,7 +263,7 @@ def test_every_topic_the_dvrk_client_declares_connects(arm: str, extra, ros_env,
     from helpers.ros_probe import Probe
     from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
-    from dvrk_ident_ros.app.launcher import NodeProcess
+    from dvrk_ident_ros.jobs.launcher import NodeProcess
 
     def kind(path: str):
         module, name = path.rsplit(".", 1)
@@ -364,7 +364,7 @@ def test_the_simulated_mtm_serves_poses_and_locks_its_wrist(ros_env, rclpy_conte
     from sensor_msgs.msg import JointState
     from std_msgs.msg import Bool, Empty
 
-    from dvrk_ident_ros.app.launcher import NodeProcess
+    from dvrk_ident_ros.jobs.launcher import NodeProcess
     from dvrk_ident_ros.nodes.sim_cartesian import pose_message, pose_of
     from dvrk_ident_ros.sim.cartesian import rotation_vector
 

@@ -122,11 +122,11 @@ def test_planar_arm_through_the_nodes(planar_path, ros_env, tmp_path: Path):
     """simulated PLANAR1 -> player (home_arm, the registry's trajectory) -> recorder -> /identify (sdp) ->
     gravity_compensation from the identified file on the simulated arm (its torques against the true gravity); nothing
     but YAML describes it."""
-    from dvrk_ident_ros.app.launch_support import default_trajectory
-    from dvrk_ident_ros.app.launcher import NodeProcess, ros_environment, wait_for
     from dvrk_ident_ros.gc.model_law import ModelCompensation
     from dvrk_ident_ros.identify.results import IdentificationResult
-    from dvrk_ident_ros.nodes.clients import ArmClient
+    from dvrk_ident_ros.jobs.launch_support import default_trajectory
+    from dvrk_ident_ros.jobs.launcher import NodeProcess, ros_environment, wait_for
+    from dvrk_ident_ros.ros.clients import ArmClient
     from dvrk_ident_ros.sim.config import load_sim_config
 
     env = ros_environment(int(ros_env["ROS_DOMAIN_ID"]))

@@ -21,9 +21,9 @@ from dvrk_ident_ros.app.commands.gc import add_gc_commands
 from dvrk_ident_ros.app.commands.identify import add_identify_commands
 from dvrk_ident_ros.app.commands.model import add_model_commands
 from dvrk_ident_ros.app.demo import add_demo_command
-from dvrk_ident_ros.app.launch_commands import add_launch_command, add_run_command
 from dvrk_ident_ros.environment import Check, ensure_ament_prefix_path, run_checks
 from dvrk_ident_ros.errors import DvrkIdentError
+from dvrk_ident_ros.jobs.launch_commands import add_launch_command, add_run_command
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -84,7 +84,7 @@ def _arm_check(args: argparse.Namespace) -> int:
 
     arm = canonical_arm(args.arm)  # an unknown arm: one line, status 2, before ROS starts
     try:
-        from dvrk_ident_ros.nodes.arm_probe import check_arm
+        from dvrk_ident_ros.ros.arm_probe import check_arm
     except ImportError as exc:
         raise DvrkIdentError(f"ROS 2 is not available here ({exc}): source the ROS set-up (or .venv/setup.bash)") \
             from exc

@@ -1,7 +1,7 @@
 """``dvrk-ident demo``: the main job on simulated arms, through the ROS 2 nodes.
 
 No ROS command-line tools are needed: the nodes run as processes started by
-:mod:`dvrk_ident_ros.app.launcher` (what ``ros2 launch`` does on a full install).
+:mod:`dvrk_ident_ros.jobs.launcher` (what ``ros2 launch`` does on a full install).
 
 Every simulated arm starts as a freshly started dVRK console leaves it: DISABLED
 and not homed. The player powers it on and homes it (``home_arm``) before it
@@ -85,9 +85,9 @@ def _collect(arm: str, trajectory: Path, bag: Path, logs: Path, env: dict, playe
              timeout: float, rate: float = 100.0) -> float:
     """simulated_arm (+ /clock) + recorder + trajectory_player (autostart) until the player is done. The recorder
     expects the player (as collect.launch.py): a failed run leaves no bag that looks good at ``bag``."""
-    from dvrk_ident_ros.app.launcher import NodeProcess
     from dvrk_ident_ros.errors import DvrkIdentError
-    from dvrk_ident_ros.nodes.clients import ArmClient
+    from dvrk_ident_ros.jobs.launcher import NodeProcess
+    from dvrk_ident_ros.ros.clients import ArmClient
 
     start = time.perf_counter()
     # the simulated arm starts DISABLED and not homed; the player powers it on and homes it (home_arm)
@@ -220,8 +220,8 @@ def _reach(client, goal: np.ndarray, attempts: int = 3, timeout: float = 15.0) -
     The previous node's last (zero) servo_jf and this move_jp come from two
     processes: a late servo_jf can arrive second and leave the arm in effort
     mode, as the dVRK would. So the move is sent again until the pose is reached."""
-    from dvrk_ident_ros.app.launcher import wait_for
     from dvrk_ident_ros.errors import DvrkIdentError
+    from dvrk_ident_ros.jobs.launcher import wait_for
 
     for _ in range(attempts):
         client.move_jp(goal)
@@ -238,10 +238,10 @@ def _hold_with_node(arm: str, parameter_file: Path, goals: np.ndarray, reference
     """The gravity_compensation node with ``parameter_file`` holding the simulated ``arm`` at each of ``goals``
     (dVRK joint space; a PSM's jaw: the goal's value for the kinematics, never commanded) for 2 s of simulated
     time under its torques alone (the drift test); tip drift per pose (mm, deg)."""
-    from dvrk_ident_ros.app.launcher import NodeProcess, wait_for
     from dvrk_ident_ros.arms import arm_spec
     from dvrk_ident_ros.errors import DvrkIdentError
-    from dvrk_ident_ros.nodes.clients import ArmClient
+    from dvrk_ident_ros.jobs.launcher import NodeProcess, wait_for
+    from dvrk_ident_ros.ros.clients import ArmClient
     from dvrk_ident_ros.sim.experiments import tip_drift
 
     n = arm_spec(arm).arm_joints  # on measured_js and move_jp: all but a PSM's jaw
@@ -317,9 +317,9 @@ def _hold_stage(gc_file: Path, logs: Path, env: dict, poses: int, seed: int) -> 
 def _psm_gravity_stage(result_file: Path, out: Path, logs: Path, env: dict, holds: int, poses: int,
                        seed: int) -> None:
     """Stage 5 (module docstring; docs/gravity-compensation.md, "The drift test in simulation", PSM)."""
-    from dvrk_ident_ros.app.jobs import gravity_refit_job
     from dvrk_ident_ros.excitation.files import save_grid
     from dvrk_ident_ros.excitation.holds import holds_grid
+    from dvrk_ident_ros.jobs.offline import gravity_refit_job
     from dvrk_ident_ros.safety import CommandChecker
     from dvrk_ident_ros.sim.arm import SimulatedArm
     from dvrk_ident_ros.sim.config import load_sim_config
@@ -349,8 +349,8 @@ def _psm_gravity_stage(result_file: Path, out: Path, logs: Path, env: dict, hold
 
 
 def run_demo(args: argparse.Namespace) -> int:
-    from dvrk_ident_ros.app.launcher import NodeProcess, isolation_variables, ros_environment
-    from dvrk_ident_ros.nodes.clients import ArmClient
+    from dvrk_ident_ros.jobs.launcher import NodeProcess, isolation_variables, ros_environment
+    from dvrk_ident_ros.ros.clients import ArmClient
 
     rng = np.random.default_rng(args.seed)
     out = Path(args.out).resolve()

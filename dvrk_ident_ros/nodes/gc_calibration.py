@@ -1,7 +1,7 @@
 """The whole gravity job on one arm. An MTM: play the pose grid, record it, fit gc-<ARM>-<SN>.json, hold the
-arm with it and report the drift (dvrk_ident_ros/app/gc_calibration.py). A PSM or an ECM: static holds, the
+arm with it and report the drift (dvrk_ident_ros/jobs/gc_calibration.py). A PSM or an ECM: static holds, the
 identified gravity refitted to them, the console's kinematic_gc file, the hold test in position mode
-(dvrk_ident_ros/app/console_calibration.py). This node reads its parameters and gives the job the arm's
+(dvrk_ident_ros/jobs/console_calibration.py). This node reads its parameters and gives the job the arm's
 topics. Exit status: 0 done, 2 refused before any motion, else the failed step's."""
 from __future__ import annotations
 
@@ -18,21 +18,22 @@ from rcl_interfaces.msg import ParameterType, ParameterValue
 from rcl_interfaces.srv import GetParameters, SetParameters
 from rclpy.signals import SignalHandlerOptions
 
-from dvrk_ident_ros.app.collection import REFUSED, StepFailedError
-from dvrk_ident_ros.app.console_calibration import (
+from dvrk_ident_ros.arms import arm_spec, canonical_arm
+from dvrk_ident_ros.errors import CalibrationRefusedError, DvrkIdentError, StepFailedError
+from dvrk_ident_ros.jobs.collection import REFUSED
+from dvrk_ident_ros.jobs.console_calibration import (
     ConsoleCalibration,
     ConsoleCalibrationSettings,
     console_settings,
 )
-from dvrk_ident_ros.app.gc_calibration import Calibration, CalibrationRefusedError, settings_from_parameters
-from dvrk_ident_ros.app.launcher import ros_environment, wait_for
-from dvrk_ident_ros.arms import arm_spec, canonical_arm
-from dvrk_ident_ros.errors import DvrkIdentError
+from dvrk_ident_ros.jobs.gc_calibration import Calibration, settings_from_parameters
+from dvrk_ident_ros.jobs.launcher import ros_environment, wait_for
 from dvrk_ident_ros.node_help import node_help, wants_help
-from dvrk_ident_ros.nodes.clients import ArmClient
-from dvrk_ident_ros.nodes.common import crtk_messages, declare_parameters
 from dvrk_ident_ros.parameters.gc_calibration import SCHEMA
 from dvrk_ident_ros.player_phase import PlayerPhase
+from dvrk_ident_ros.ros.clients import ArmClient
+from dvrk_ident_ros.ros.messages import crtk_messages
+from dvrk_ident_ros.ros.parameters import declare_parameters
 
 STATE_FRESH = 0.5  # s: a valid measured_js older than this is no sign of a ready arm, nor of a reached pose
 #: rad: a pose is reached when a fresh state is this close to it on every joint, or, once the arm said its move
@@ -45,7 +46,7 @@ READ_WINDOW = 0.25  # s: a held pose is the mean of the measured positions over 
 
 
 class ClientPort:
-    """:class:`~dvrk_ident_ros.app.gc_calibration.ArmPort` over an :class:`ArmClient`."""
+    """:class:`~dvrk_ident_ros.jobs.gc_calibration.ArmPort` over an :class:`ArmClient`."""
 
     def __init__(self, client: ArmClient):
         self.client = client

@@ -28,8 +28,10 @@ from dvrk_ident_ros.gc.safety_net import (
     write_state,
     written_at,
 )
-from dvrk_ident_ros.nodes.common import check_arm_name, declare_parameters, run
 from dvrk_ident_ros.parameters.gc_safety_net import SCHEMA as PARAMETERS
+from dvrk_ident_ros.ros.messages import check_arm_name
+from dvrk_ident_ros.ros.parameters import declare_parameters
+from dvrk_ident_ros.ros.process import run
 
 #: s: how often the state file is read while no owning node is watched
 READ_EVERY = 0.05

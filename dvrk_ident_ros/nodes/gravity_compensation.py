@@ -59,7 +59,7 @@ sample on its own period), so nothing is commanded from it and the watchdog
 fades out as for a silent arm. Late samples, stale events and repeated stamps
 are logged at most once a second each and counted (diagnostics, the exit line).
 
-Exit (SIGINT/SIGTERM: :func:`~dvrk_ident_ros.nodes.common.run` calls
+Exit (SIGINT/SIGTERM: :func:`~dvrk_ident_ros.ros.process.run` calls
 :meth:`GravityCompensationNode.close`): the torques fade out over
 ``fade_out_time`` (samples still arriving are answered at the falling scale;
 without samples the watchdog commands at the state's period), end with exactly
@@ -108,18 +108,13 @@ from dvrk_ident_ros.gc.supervisor import (
 )
 from dvrk_ident_ros.gc.takeover import TakeOverGate
 from dvrk_ident_ros.gc.takeover_guard import GUARD_LIMITS, GUARD_STOP, TakeoverGuard
-from dvrk_ident_ros.nodes.common import (
-    CONTROL_STATE_QOS,
-    READY_SETTLE,
-    STATE_QOS,
-    ArmStateMonitor,
-    check_arm_name,
-    declare_parameters,
-    request_exit,
-    run,
-)
 from dvrk_ident_ros.nodes.diagnostics import REPORT_PERIOD, DiagnosticsPublisher, Throttle
 from dvrk_ident_ros.parameters.gravity_compensation import SCHEMA as PARAMETERS
+from dvrk_ident_ros.ros.arm_monitor import READY_SETTLE, ArmStateMonitor
+from dvrk_ident_ros.ros.messages import check_arm_name
+from dvrk_ident_ros.ros.parameters import declare_parameters
+from dvrk_ident_ros.ros.process import request_exit, run
+from dvrk_ident_ros.ros.qos import CONTROL_STATE_QOS, STATE_QOS
 
 #: s: a stamp-0 stream while the operating state says ready is reported after this long (a sample in flight
 #: when the arm turns ready is no news)

@@ -1,6 +1,6 @@
 """Node ``identification_service``: the ``/identify`` service (dvrk_ident/srv/Identify).
 
-Runs the same jobs as the CLI (:mod:`dvrk_ident_ros.app.jobs`) with any estimator of
+Runs the same jobs as the CLI (:mod:`dvrk_ident_ros.jobs.offline`) with any estimator of
 the registry (:mod:`dvrk_ident_ros.estimators`) the arm lists: sdp / wls / ols
 identification from recordings, or mlse / slse for the MTM gravity compensation.
 The job runs in its own executor thread (reentrant callback group), so the
@@ -28,11 +28,11 @@ from rclpy.node import Node
 
 from dvrk_ident.msg import StageTiming
 from dvrk_ident.srv import Identify
-from dvrk_ident_ros.errors import DvrkIdentError
+from dvrk_ident_ros.errors import DvrkIdentError, PathRefusedError
 from dvrk_ident_ros.identify_request import canonical_summary, plan_request
-from dvrk_ident_ros.nodes.common import declare_parameters, run
 from dvrk_ident_ros.parameters.identification_service import SCHEMA
-from dvrk_ident_ros.request_paths import PathRefusedError
+from dvrk_ident_ros.ros.parameters import declare_parameters
+from dvrk_ident_ros.ros.process import run
 
 
 class IdentificationServiceNode(Node):
@@ -69,7 +69,7 @@ class IdentificationServiceNode(Node):
             self._job.release()
 
     def _run(self, request: Identify.Request, response: Identify.Response) -> Identify.Response:
-        from dvrk_ident_ros.app.jobs import gc_fit_job, identification_job
+        from dvrk_ident_ros.jobs.offline import gc_fit_job, identification_job
 
         start = time.perf_counter()
         response.solver_status = "not_run"

@@ -59,17 +59,11 @@ from dvrk_ident_ros.data.recording import (
     recording_outcome,
 )
 from dvrk_ident_ros.errors import DataError, DvrkIdentError
-from dvrk_ident_ros.nodes.common import (
-    EVENT_QOS,
-    STATE_QOS,
-    STATUS_QOS,
-    check_arm_name,
-    crtk_messages,
-    declare_parameters,
-    guarded,
-    run,
-)
 from dvrk_ident_ros.parameters.recorder import SCHEMA
+from dvrk_ident_ros.ros.messages import check_arm_name, crtk_messages
+from dvrk_ident_ros.ros.parameters import declare_parameters
+from dvrk_ident_ros.ros.process import guarded, run
+from dvrk_ident_ros.ros.qos import EVENT_QOS, STATE_QOS, STATUS_QOS
 
 
 def recorded_topics(arm: str, record_setpoint: bool = True, extra_topics: list[str] | None = None,

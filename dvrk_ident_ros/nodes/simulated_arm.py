@@ -83,25 +83,17 @@ from std_msgs.msg import Bool, Empty, Float64
 
 from dvrk_ident_ros.arm_state import OperatingStatus, stamp_is_valid
 from dvrk_ident_ros.arms import arm_spec
-from dvrk_ident_ros.errors import DvrkIdentError
+from dvrk_ident_ros.errors import ArmNotReadyError, DvrkIdentError
 from dvrk_ident_ros.gc.console_gc import load_chain
-from dvrk_ident_ros.nodes.common import (
-    EVENT_QOS,
-    STATE_QOS,
-    check_arm_name,
-    crtk_messages,
-    declare_parameters,
-    fill_joint_state,
-    guarded,
-    run,
-    shutdown_requested,
-)
 from dvrk_ident_ros.nodes.sim_cartesian import CartesianCommands, CartesianTopics, crtk_services
 from dvrk_ident_ros.parameters.simulated_arm import SCHEMA as PARAMETERS
+from dvrk_ident_ros.ros.messages import check_arm_name, crtk_messages, fill_joint_state
+from dvrk_ident_ros.ros.parameters import declare_parameters
+from dvrk_ident_ros.ros.process import guarded, run, shutdown_requested
+from dvrk_ident_ros.ros.qos import EVENT_QOS, STATE_QOS
 from dvrk_ident_ros.sim.arm import SERVO_CLOCK, Sample, SimulatedArm
 from dvrk_ident_ros.sim.cartesian import arm_cartesian
 from dvrk_ident_ros.sim.config import load_sim_config
-from dvrk_ident_ros.sim.operating import ArmNotReadyError
 from dvrk_ident_ros.sim.pacing import RealTimePacer, WallClockSchedule
 
 SIM_EPOCH = 1.0  # s: simulated time starts here (0 means "no time yet" to rclpy)

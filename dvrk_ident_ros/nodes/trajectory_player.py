@@ -80,19 +80,13 @@ from dvrk_ident_ros.excitation.holds import HOLDS_KIND
 from dvrk_ident_ros.excitation.streaming import StreamClock
 from dvrk_ident_ros.files import read_document, resolve_package_file
 from dvrk_ident_ros.model.arm_model import load_model
-from dvrk_ident_ros.nodes.common import (
-    EVENT_QOS,
-    STATE_QOS,
-    STATUS_QOS,
-    ArmStateMonitor,
-    check_arm_name,
-    declare_parameters,
-    fill_joint_state,
-    run,
-    shutdown_requested,
-)
 from dvrk_ident_ros.parameters.trajectory_player import SCHEMA as PARAMETERS
 from dvrk_ident_ros.player_phase import PlayerPhase
+from dvrk_ident_ros.ros.arm_monitor import ArmStateMonitor
+from dvrk_ident_ros.ros.messages import check_arm_name, fill_joint_state
+from dvrk_ident_ros.ros.parameters import declare_parameters
+from dvrk_ident_ros.ros.process import run, shutdown_requested
+from dvrk_ident_ros.ros.qos import EVENT_QOS, STATE_QOS, STATUS_QOS
 from dvrk_ident_ros.safety import CommandChecker
 from dvrk_ident_ros.state_rate import IDENTIFICATION_RATE, low_rate_advice
 

@@ -2,6 +2,7 @@
 lists its parameters. :func:`schema_of` finds a node's schema by the node's name."""
 from __future__ import annotations
 
+from dvrk_ident_ros.errors import ParameterValueError
 from dvrk_ident_ros.parameters import (
     gc_calibration,
     gc_safety_net,
@@ -11,7 +12,7 @@ from dvrk_ident_ros.parameters import (
     simulated_arm,
     trajectory_player,
 )
-from dvrk_ident_ros.parameters.schema import Kind, NodeSchema, Parameter, ParameterValueError, render
+from dvrk_ident_ros.parameters.schema import Kind, NodeSchema, Parameter, render
 
 #: Every node's schema, by node (executable) name.
 SCHEMAS: dict[str, NodeSchema] = {module.SCHEMA.node: module.SCHEMA for module in (

@@ -1,6 +1,6 @@
 """Parameters of the ``gc_calibration`` node (full descriptions: config/gc_calibration.yaml). All are read at
-start: the job (an MTM's: dvrk_ident_ros/app/gc_calibration.py; a PSM's or an ECM's, the console's own file:
-dvrk_ident_ros/app/console_calibration.py) runs once with them."""
+start: the job (an MTM's: dvrk_ident_ros/jobs/gc_calibration.py; a PSM's or an ECM's, the console's own file:
+dvrk_ident_ros/jobs/console_calibration.py) runs once with them."""
 from __future__ import annotations
 
 from dvrk_ident_ros.parameters.schema import Kind, NodeSchema, Parameter

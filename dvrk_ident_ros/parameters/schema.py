@@ -2,7 +2,7 @@
 choices, and whether it may change while the node runs.
 
 What generate_parameter_library does for C++ and Python nodes, in small: the nodes declare from it
-(:func:`dvrk_ident_ros.nodes.common.declare_parameters` builds the ``ParameterDescriptor``\\ s and refuses
+(:func:`dvrk_ident_ros.ros.parameters.declare_parameters` builds the ``ParameterDescriptor``\\ s and refuses
 bad values at start and at run time), ``--help`` prints it (:mod:`dvrk_ident_ros.node_help`), and the
 tests check ``config/<node>.yaml`` against it. A value is checked here, whoever gives it.
 """
@@ -15,14 +15,12 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import TypeGuard
 
-from dvrk_ident_ros.errors import DvrkIdentError
+from dvrk_ident_ros.errors import ParameterValueError
 
 #: The largest ROS integer parameter (int64): the open end of an integer range.
 INT64_MAX = 2**63 - 1
 
 
-class ParameterValueError(DvrkIdentError):
-    """A parameter value of the wrong type, out of its range or not one of its choices."""
 
 
 class Kind(Enum):

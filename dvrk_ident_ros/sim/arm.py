@@ -57,14 +57,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dvrk_ident_ros.arm_state import OperatingStatus
-from dvrk_ident_ros.errors import DvrkIdentError, SafetyError
+from dvrk_ident_ros.errors import ArmNotReadyError, DvrkIdentError, SafetyError
 from dvrk_ident_ros.gc.console_gc import ConsoleChain, mounting_pitch_of
 from dvrk_ident_ros.model.compiled import load_compiled
 from dvrk_ident_ros.safety import CommandChecker
 from dvrk_ident_ros.sim.config import SimConfig
 from dvrk_ident_ros.sim.hysteresis import DahlHysteresis
 from dvrk_ident_ros.sim.noise import quantize
-from dvrk_ident_ros.sim.operating import Action, ArmNotReadyError, OperatingMachine
+from dvrk_ident_ros.sim.operating import Action, OperatingMachine
 from dvrk_ident_ros.sim.physics import ArmPhysics, ArmState
 from dvrk_ident_ros.sim.servo import PidServo
 

@@ -33,14 +33,12 @@ from __future__ import annotations
 from enum import Enum
 
 from dvrk_ident_ros.arm_state import STATE_COMMANDS, CrtkState, OperatingStatus
-from dvrk_ident_ros.errors import DvrkIdentError, SafetyError
+from dvrk_ident_ros.errors import DvrkIdentError
 
 #: ``initial_state`` values: the three crtk states a console can be found in, and HOMED (ENABLED, homed, idle).
 INITIAL_STATES = ("DISABLED", "ENABLED", "HOMED", "FAULT")
 
 
-class ArmNotReadyError(SafetyError):
-    """A motion command reached an arm that is not ENABLED and homed: it is ignored."""
 
 
 class Action(Enum):

@@ -4,7 +4,6 @@ from __future__ import annotations
 import argparse
 import json
 
-from dvrk_ident_ros.app.jobs import gc_fit_job, gravity_refit_job
 from dvrk_ident_ros.errors import DataError
 from dvrk_ident_ros.estimators import DEFAULT_GRAVITY_ESTIMATOR, GRAVITY, estimator_names, method_help
 from dvrk_ident_ros.files import add_command_group
@@ -18,6 +17,7 @@ from dvrk_ident_ros.gc.params import load_gc
 from dvrk_ident_ros.gc.static_refit import MIN_HOLD, REST_TOLERANCE, REST_WINDOW, SETTLE
 from dvrk_ident_ros.gc.travel import DEFAULT_TRAVEL
 from dvrk_ident_ros.gc.validation import FixedFile, HeldOut, held_out_errors, held_out_folds
+from dvrk_ident_ros.jobs.offline import gc_fit_job, gravity_refit_job
 
 
 def _orders(text: str | None) -> dict[int, int]:

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import numpy as np
 
-from dvrk_ident_ros.app.jobs import identification_job
 from dvrk_ident_ros.data.loaders import FORMATS, load_dataset
 from dvrk_ident_ros.estimators import DEFAULT_ESTIMATOR, DYNAMICS, estimator_names, method_help
+from dvrk_ident_ros.jobs.offline import identification_job
 from dvrk_ident_ros.model.arm_model import load_model
 
 # The estimators (cvxpy, matplotlib) are imported by the handlers that use them,

@@ -4,9 +4,9 @@ hold the arm with it at poses away from the grid, report the drift.
 The node ``gc_calibration`` (and ``launch/gc_calibration.launch.py``) runs :func:`run_calibration`:
 
 1. **collect**: the nodes of ``collect.launch.py`` (recorder with ``expect_player``, trajectory player with
-   the grid, autostart) as a :class:`~dvrk_ident_ros.app.launcher.LaunchPlan`; the bag is closed when the
+   the grid, autostart) as a :class:`~dvrk_ident_ros.jobs.launcher.LaunchPlan`; the bag is closed when the
    plan has ended (the recorder stops last, after the player).
-2. **fit**: :func:`~dvrk_ident_ros.app.jobs.gc_fit_job` on that bag (the path of ``dvrk-ident gc fit``),
+2. **fit**: :func:`~dvrk_ident_ros.jobs.offline.gc_fit_job` on that bag (the path of ``dvrk-ident gc fit``),
    written as ``gc-<ARM>-<SN>.json``.
 3. **hold** (Lin 2019, section V-C): for each of ``hold_poses`` poses inside the recorded range but as far
    as possible from every grid pose, the arm is moved there (move_jp), then held by the
@@ -31,15 +31,11 @@ from typing import Protocol
 
 import numpy as np
 
-from dvrk_ident_ros.app.collection import DONE, FAILED, GridCollection, StagedJob, StepFailedError
 from dvrk_ident_ros.arms import arm_spec, canonical_arm
-from dvrk_ident_ros.errors import DataError, DvrkIdentError
+from dvrk_ident_ros.errors import CalibrationRefusedError, DataError, DvrkIdentError, StepFailedError
 from dvrk_ident_ros.files import resolve_package_file
 from dvrk_ident_ros.gc.takeover_guard import GUARD_STOP
-
-
-class CalibrationRefusedError(DvrkIdentError):
-    """A setting the job cannot start with: nothing was moved (exit status 2)."""
+from dvrk_ident_ros.jobs.collection import DONE, FAILED, GridCollection, StagedJob
 
 
 @dataclass(frozen=True)
@@ -93,16 +89,16 @@ def check_gc_arm(arm: str) -> str:
 
 def check_job(arm: str, grid_file: str, parameter_file: str, hold_only: bool = False) -> dict[str, str]:
     """What a launch resolves before any node starts: an MTM's pose grid, a PSM's or an ECM's identified parameter
-    file (app/console_calibration.py), as paths; :class:`CalibrationRefusedError` with the reason else."""
-    from dvrk_ident_ros.app.console_calibration import ConsoleCalibrationRefusedError, parameter_path
+    file (jobs/console_calibration.py), as paths; :class:`CalibrationRefusedError` with the reason else."""
+    from dvrk_ident_ros.jobs.console_calibration import parameter_path
 
     try:
         name = canonical_arm(arm)
         if arm_spec(name).console_gc is not None:
             return {"grid_file": grid_file,
                     "parameter_file": parameter_file if hold_only else str(parameter_path(parameter_file))}
-    except ConsoleCalibrationRefusedError as exc:
-        raise CalibrationRefusedError(str(exc)) from exc
+    except CalibrationRefusedError:
+        raise
     except DvrkIdentError as exc:
         raise CalibrationRefusedError(str(exc)) from exc
     name = check_gc_arm(name)
@@ -374,7 +370,7 @@ class Calibration(StagedJob):
 
     def fit(self) -> tuple[str, int]:
         """Stage 2: the gc fit on the closed bag -> gc-<ARM>-<SN>.json."""
-        from dvrk_ident_ros.app.jobs import gc_fit_job
+        from dvrk_ident_ros.jobs.offline import gc_fit_job
 
         s = self.settings
         self.say(f"[2/3] fitting {s.gc_file.name} from {s.bag.name}")
@@ -394,8 +390,8 @@ class Calibration(StagedJob):
 
     def hold(self) -> tuple[list[Drift], list[int]]:
         """Stage 3: hold the arm with the new file at poses away from the grid; the drift of each."""
-        from dvrk_ident_ros.app.launcher import NodeProcess, wait_for
         from dvrk_ident_ros.gc.loaders import load_poses
+        from dvrk_ident_ros.jobs.launcher import NodeProcess, wait_for
 
         s = self.settings
         self._check_stop()

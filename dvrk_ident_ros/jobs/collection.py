@@ -1,6 +1,6 @@
 """Play a pose grid on an arm and record it to a bag: the nodes of ``collect.launch.py`` (recorder with
 ``expect_player``, trajectory player with autostart) as one stage of a longer job (ROS-free: the nodes run as
-processes). The gc calibrations' first stage (app/gc_calibration.py, app/console_calibration.py)."""
+processes). The gc calibrations' first stage (jobs/gc_calibration.py, jobs/console_calibration.py)."""
 from __future__ import annotations
 
 import threading
@@ -9,18 +9,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dvrk_ident_ros.errors import DvrkIdentError
+from dvrk_ident_ros.errors import DvrkIdentError, StepFailedError
 
 #: The jobs' exit statuses (as the trajectory player's autostart): done, a step failed, refused before any motion.
 DONE, FAILED, REFUSED = 0, 1, 2
 
 
-class StepFailedError(DvrkIdentError):
-    """A step of a job failed; ``status`` is the job's exit status."""
-
-    def __init__(self, message: str, status: int = FAILED):
-        super().__init__(message)
-        self.status = status
 
 
 @dataclass
@@ -50,7 +44,7 @@ class GridCollection:
     def run(self, progress: Callable[[], str | None], say: Callable[[str], None], every: float = 5.0) -> None:
         """Start the recorder and the player, report ``progress()`` every ``every`` s, wait for the plan's end;
         StepFailedError (the player's status) when it failed or left no complete bag."""
-        from dvrk_ident_ros.app.launcher import LaunchPlan, PlannedNode
+        from dvrk_ident_ros.jobs.launcher import LaunchPlan, PlannedNode
 
         if self.bag.exists():
             raise StepFailedError(f"{self.bag} exists: move it away or choose another output_directory", REFUSED)
@@ -102,7 +96,7 @@ class GridCollection:
 
 @dataclass(kw_only=True)
 class StagedJob:
-    """What the gravity jobs share (app/gc_calibration.py, app/console_calibration.py): a stop request from another
+    """What the gravity jobs share (jobs/gc_calibration.py, jobs/console_calibration.py): a stop request from another
     thread (a signal), the grid collection stage, and the failure of a stage as an exit status."""
 
     env: dict[str, str] | None = None

@@ -10,7 +10,7 @@ file, SIGINT to stop (as ROS expects), a deadline on every wait.
 exits, or any node exits non-zero, the others get SIGINT (SIGKILL only after
 their stop timeout), and the plan's status is non-zero when a node failed,
 the required node's status first: what launch/*.launch.py do with their exit
-handlers (dvrk_ident_ros/app/launch_support.py).
+handlers (dvrk_ident_ros/jobs/launch_support.py).
 """
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 order, ROS-free (the node ``gc_calibration`` gives the arm's topics):
 
 1. **holds**: static holds from both sides (``dvrk-ident trajectory holds``' grid) played and recorded
-   (:class:`~dvrk_ident_ros.app.collection.GridCollection`);
+   (:class:`~dvrk_ident_ros.jobs.collection.GridCollection`);
 2. **refit**: the identified parameter file's gravity refitted to them (``dvrk-ident gc refit``);
 3. **file**: the console's physical-DH chain fitted to the refitted gravity (``dvrk-ident export
    kinematic-gc``), refused when its residual exceeds the holds' own;
@@ -14,7 +14,7 @@ order, ROS-free (the node ``gc_calibration`` gives the arm's topics):
    configuration file, and ``hold_only`` measures again once the console was restarted with them;
 5. **report**: CSV, text and a plot beside the file.
 
-Exit statuses as the MTM's job (app/gc_calibration.py): 0 done, 2 refused before any motion, else the failed
+Exit statuses as the MTM's job (jobs/gc_calibration.py): 0 done, 2 refused before any motion, else the failed
 step's. dVRK 2.4 only: 2.2 and 2.3 have no ``kinematic_gc``.
 """
 from __future__ import annotations
@@ -28,17 +28,15 @@ from typing import Protocol
 
 import numpy as np
 
-from dvrk_ident_ros.app.collection import DONE, FAILED, REFUSED, GridCollection, StagedJob, StepFailedError
 from dvrk_ident_ros.arms import ArmSpec, arm_spec
-from dvrk_ident_ros.errors import DataError, DvrkIdentError
+from dvrk_ident_ros.errors import CalibrationRefusedError, DataError, DvrkIdentError, StepFailedError
 from dvrk_ident_ros.files import resolve_package_file
+from dvrk_ident_ros.jobs.collection import DONE, FAILED, REFUSED, GridCollection, StagedJob
 
 HOLD_SETTLE, HOLD_SAMPLES = 2.0, 50  # s, samples at 100 Hz: each refit hold 2.5 s at rest (gc refit keeps 1.5 s)
 READ_WINDOW = 0.25  # s: the measured pose at the end of a hold is the mean over this window
 
 
-class ConsoleCalibrationRefusedError(DvrkIdentError):
-    """A setting the job cannot start with: nothing was moved (exit status 2)."""
 
 
 @dataclass(frozen=True)
@@ -88,7 +86,7 @@ def console_gc_spec(arm: str) -> ArmSpec:
     """The arm's registry entry when the console compensates its family from a physical-DH file; else refused."""
     spec = arm_spec(arm)
     if spec.console_gc is None:
-        raise ConsoleCalibrationRefusedError(f"{arm} ({spec.family}): the dVRK console has no physical-DH gravity "
+        raise CalibrationRefusedError(f"{arm} ({spec.family}): the dVRK console has no physical-DH gravity "
                                              "(kinematic_gc) for this family")
     return spec
 
@@ -96,13 +94,13 @@ def console_gc_spec(arm: str) -> ArmSpec:
 def parameter_path(given: str) -> Path:
     """The identified parameter file (required: the refit corrects an identified model's gravity)."""
     if not given.strip():
-        raise ConsoleCalibrationRefusedError(
+        raise CalibrationRefusedError(
             "parameter_file is required for a PSM or an ECM: the identified model (/identify, SDP) whose gravity "
             "the holds refit")
     try:
         return resolve_package_file(given.strip(), "parameter file")
     except DataError as exc:
-        raise ConsoleCalibrationRefusedError(str(exc)) from exc
+        raise CalibrationRefusedError(str(exc)) from exc
 
 
 def console_settings(values: dict) -> ConsoleCalibrationSettings:
@@ -111,7 +109,7 @@ def console_settings(values: dict) -> ConsoleCalibrationSettings:
     console_gc_spec(arm)
     serial = str(values["serial"]).strip()
     if not serial or any(c in serial for c in "/\\ "):
-        raise ConsoleCalibrationRefusedError(f"serial {serial!r}: give the arm's serial number (serial:=41878), it "
+        raise CalibrationRefusedError(f"serial {serial!r}: give the arm's serial number (serial:=41878), it "
                                              f"names {arm}-<serial>-kinematic-gc.json")
     hold_only = bool(values.get("hold_only", False))
     return ConsoleCalibrationSettings(
@@ -304,7 +302,7 @@ class ConsoleCalibration(StagedJob):
 
     def refit(self) -> str:
         """Stage 2: the identified gravity refitted to the holds."""
-        from dvrk_ident_ros.app.jobs import gravity_refit_job
+        from dvrk_ident_ros.jobs.offline import gravity_refit_job
 
         s = self.settings
         self.say(f"[2/4] refitting the gravity of {s.parameter_file.name} to the holds")
@@ -387,5 +385,16 @@ class ConsoleCalibration(StagedJob):
         return sags
 
 
-__all__ = ["DONE", "FAILED", "REFUSED", "ConsoleCalibration", "ConsoleCalibrationRefusedError",
-           "ConsoleCalibrationSettings", "ConsolePort", "Sag", "console_gc_spec", "console_settings", "sag_of"]
+__all__ = [
+    "DONE",
+    "FAILED",
+    "REFUSED",
+    "CalibrationRefusedError",
+    "ConsoleCalibration",
+    "ConsoleCalibrationSettings",
+    "ConsolePort",
+    "Sag",
+    "console_gc_spec",
+    "console_settings",
+    "sag_of",
+]

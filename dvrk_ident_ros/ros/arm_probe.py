@@ -10,7 +10,8 @@ from sensor_msgs.msg import JointState
 
 from dvrk_ident_ros.arm_check import ArmObservation, ArmReport
 from dvrk_ident_ros.arm_state import OperatingStatus
-from dvrk_ident_ros.nodes.common import CONTROL_STATE_QOS, EVENT_QOS, crtk_messages
+from dvrk_ident_ros.ros.messages import crtk_messages
+from dvrk_ident_ros.ros.qos import CONTROL_STATE_QOS, EVENT_QOS
 
 #: s: a state not fresh at the end of the listening is given this long to come back before it is reported stale
 SECOND_LOOK = 1.0

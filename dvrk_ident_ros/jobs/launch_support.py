@@ -1,6 +1,6 @@
 """What the package's launch files (launch/*.launch.py) share: argument conventions and exit statuses.
 
-Launch files import it (``from dvrk_ident_ros.app.launch_support import ...``):
+Launch files import it (``from dvrk_ident_ros.jobs.launch_support import ...``):
 the package is on the Python path of a sourced workspace. The rules are plain
 functions (ROS-free, unit-tested without the ``launch`` package, which has no
 wheel here); only :func:`canonical_arguments`, :func:`resolve_trajectory` and
@@ -32,19 +32,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from dvrk_ident_ros.arms import arm_spec, canonical_arm
-from dvrk_ident_ros.errors import DataError, DvrkIdentError
+from dvrk_ident_ros.errors import DataError, DvrkIdentError, LaunchArgumentError, NodeFailedError
 from dvrk_ident_ros.files import resolve_package_file
 
 _TRUE = ("true", "1")
 _FALSE = ("false", "0")
 
 
-class LaunchArgumentError(DvrkIdentError):
-    """A launch argument has a value the launch file cannot use."""
 
 
-class NodeFailedError(RuntimeError):
-    """A node of a launch exited with a non-zero status: the launch ends and ``ros2 launch`` exits non-zero."""
 
 
 def parse_bool(value: str, name: str) -> bool:

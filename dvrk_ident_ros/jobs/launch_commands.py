@@ -3,7 +3,7 @@ files where ``ros2 run`` and ``ros2 launch`` are absent (the project's virtual e
 
 ``run`` executes one node as ``ros2 run dvrk_ident <node>`` would (the arguments, ``--ros-args`` ones
 included, go to the node; its exit status is the command's). ``launch`` runs the plan of a launch file
-(:class:`~dvrk_ident_ros.app.launcher.LaunchPlan`): the same nodes, names, parameters and exit rules as
+(:class:`~dvrk_ident_ros.jobs.launcher.LaunchPlan`): the same nodes, names, parameters and exit rules as
 ``launch/<file>.launch.py``, whose declared arguments (names, defaults, descriptions) it reads from the
 file itself. The status is the launch's: non-zero when a node failed.
 """
@@ -19,8 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from dvrk_ident_ros.app.launch_support import LaunchArgumentError, canonical_values, trajectory_path
-from dvrk_ident_ros.errors import DvrkIdentError
+from dvrk_ident_ros.errors import DvrkIdentError, LaunchArgumentError
+from dvrk_ident_ros.jobs.launch_support import canonical_values, trajectory_path
 
 #: The package's node executables (console scripts of setup.cfg besides dvrk-ident).
 NODES = ("simulated_arm", "trajectory_player", "recorder", "identification_service", "gravity_compensation",
@@ -116,7 +116,7 @@ def _is_true(text: str) -> bool:
 # -- the plans of the launch files (keep in step with launch/*.launch.py) ---------------------------------
 def collect_plan(values: dict[str, str]):
     """collect.launch.py: [simulated arm,] recorder, trajectory player (required)."""
-    from dvrk_ident_ros.app.launcher import PlannedNode
+    from dvrk_ident_ros.jobs.launcher import PlannedNode
 
     values = {**values, **canonical_values(values, ("sim", "home_arm", "autostart"), "arm")}
     arm, sim = values["arm"], _is_true(values["sim"])
@@ -139,7 +139,7 @@ def collect_plan(values: dict[str, str]):
 
 def gravity_compensation_plan(values: dict[str, str]):
     """gravity_compensation.launch.py: the safety net, the compensation node (required)."""
-    from dvrk_ident_ros.app.launcher import PlannedNode
+    from dvrk_ident_ros.jobs.launcher import PlannedNode
 
     values = {**values, **canonical_values(values, ("use_sim_time",), "arm")}
     arm = values["arm"]
@@ -153,7 +153,7 @@ def gravity_compensation_plan(values: dict[str, str]):
 
 def identify_plan(values: dict[str, str]):
     """identify.launch.py: the /identify service (required)."""
-    from dvrk_ident_ros.app.launcher import PlannedNode
+    from dvrk_ident_ros.jobs.launcher import PlannedNode
 
     return [PlannedNode("identification_service", {"output_directory": values["output_directory"],
                                                    "data_directory": values["data_directory"]},
@@ -162,7 +162,7 @@ def identify_plan(values: dict[str, str]):
 
 def sim_plan(values: dict[str, str]):
     """sim.launch.py: a simulated arm (required)."""
-    from dvrk_ident_ros.app.launcher import PlannedNode
+    from dvrk_ident_ros.jobs.launcher import PlannedNode
 
     values = {**values, **canonical_values(values, ("use_sim_time",), "arm")}
     arm, clock = values["arm"], _is_true(values["use_sim_time"])
@@ -179,8 +179,9 @@ def sim_plan(values: dict[str, str]):
 def gc_calibration_plan(values: dict[str, str]):
     """gc_calibration.launch.py: [simulated arm,] the safety net, the gravity job (required); an unknown arm, a grid
     found nowhere or a PSM without its parameter file is refused before any node starts."""
-    from dvrk_ident_ros.app.gc_calibration import CalibrationRefusedError, check_job
-    from dvrk_ident_ros.app.launcher import PlannedNode
+    from dvrk_ident_ros.errors import CalibrationRefusedError
+    from dvrk_ident_ros.jobs.gc_calibration import check_job
+    from dvrk_ident_ros.jobs.launcher import PlannedNode
 
     values = {**values, **canonical_values(values, ("sim", "home_arm", "hold_only"), "arm")}
     arm, sim = values["arm"], _is_true(values["sim"])
@@ -264,7 +265,7 @@ def _show_arguments(name: str) -> None:
 
 
 def _launch(args: argparse.Namespace) -> int:
-    from dvrk_ident_ros.app.launcher import LaunchPlan, ros_environment
+    from dvrk_ident_ros.jobs.launcher import LaunchPlan, ros_environment
 
     name = args.file.removesuffix(".py").removesuffix(".launch")
     # the options may also come after the arguments (argparse gathers those into the remainder)
@@ -299,7 +300,7 @@ def _launch(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     """Replace this process by the node (its exit status is the command's)."""
-    from dvrk_ident_ros.app.launcher import ros_environment
+    from dvrk_ident_ros.jobs.launcher import ros_environment
 
     env = ros_environment(isolated=False)
     argv = [sys.executable, "-m", f"dvrk_ident_ros.nodes.{args.node}", *args.node_args]

@@ -21,7 +21,9 @@ from dvrk_ident_ros.arm_samples import ArmSamples, SampleKind
 from dvrk_ident_ros.arms import arm_spec, canonical_arm, player_status_topic
 from dvrk_ident_ros.data.interfaces import stamp_seconds
 from dvrk_ident_ros.errors import DvrkIdentError
-from dvrk_ident_ros.nodes.common import EVENT_QOS, STATE_QOS, ArmStateMonitor, fill_joint_state
+from dvrk_ident_ros.ros.arm_monitor import ArmStateMonitor
+from dvrk_ident_ros.ros.messages import fill_joint_state
+from dvrk_ident_ros.ros.qos import EVENT_QOS, STATE_QOS
 
 #: state stamps kept to tell a compensation's answers from its own commands (2 s at 1 kHz)
 STAMPS_KEPT = 2000
