@@ -11,7 +11,8 @@ import yaml
 
 from bench.timing import verdict
 from dvrk_ident_ros.excitation.files import load_trajectory
-from dvrk_ident_ros.excitation.optimize import DEFAULT_ITERATIONS, DEFAULT_STARTS, condition_number, optimise, verify
+from dvrk_ident_ros.excitation.objective import condition_number, verify
+from dvrk_ident_ros.excitation.optimize import DEFAULT_ITERATIONS, DEFAULT_STARTS, optimise
 from dvrk_ident_ros.excitation.workers import available_cpus
 from dvrk_ident_ros.model.arm_model import load_model
 from dvrk_ident_ros.model.limits import cartesian_boxes, coordinate_limits

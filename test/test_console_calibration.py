@@ -47,7 +47,7 @@ def test_the_settings_name_the_files_and_refuse_what_cannot_run():
 def test_the_sag_is_the_tip_between_setpoint_and_measured():
     """Independent of the kinematics' details: the insertion moves the tip along the shaft by exactly its own
     displacement, and equal poses do not sag."""
-    from dvrk_ident_ros.jobs.gc_calibration import tip_function
+    from dvrk_ident_ros.jobs.hold_test import tip_function
 
     tip = tip_function("PSM1")
     setpoint = np.array([0.3, -0.2, 0.12, 0.4, 0.1, -0.2])

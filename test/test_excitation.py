@@ -16,7 +16,8 @@ from dvrk_ident_ros.errors import DataError, DescriptionError, SolverError
 from dvrk_ident_ros.excitation.files import load_grid, load_trajectory, save_grid, save_trajectory
 from dvrk_ident_ros.excitation.fourier import quintic, rest_to_rest
 from dvrk_ident_ros.excitation.grid import make_grid
-from dvrk_ident_ros.excitation.optimize import _Problem, optimise, verify
+from dvrk_ident_ros.excitation.objective import ExcitationProblem, verify
+from dvrk_ident_ros.excitation.optimize import optimise
 from dvrk_ident_ros.model.arm_model import load_model
 from dvrk_ident_ros.model.limits import cartesian_boxes, coordinate_limits
 
@@ -121,7 +122,7 @@ def test_worker_processes_end_when_the_optimiser_is_killed():
 def test_objective_gradients_match_central_differences():
     """The chain-rule gradients of the soft log cond and of the extreme log eigenvalues."""
     model = load_model("psm_simplified")
-    problem = _Problem(model, 3, 0.18, coordinate_limits(model), [], 60, 100, 0.002)
+    problem = ExcitationProblem(model, 3, 0.18, coordinate_limits(model), [], 60, 100, 0.002)
     x = problem.feasible_start(np.random.default_rng(0))
     u = np.random.default_rng(1).normal(size=len(x))
     u /= np.linalg.norm(u)
@@ -139,7 +140,7 @@ def test_limit_rows_are_the_1khz_check_with_exact_gradients():
     their Jacobian is the basis row at the extreme (checked by central differences)."""
     model = load_model("mtm")
     limits = coordinate_limits(model)
-    problem = _Problem(model, 6, 0.1, limits, [], 60, 100, 0.0)
+    problem = ExcitationProblem(model, 6, 0.1, limits, [], 60, 100, 0.0)
     x = problem.feasible_start(np.random.default_rng(2))
     slack, J = problem.limit_slack(x)
     assert slack.min() == pytest.approx(min(m.margin for m in verify(model, problem.trajectory(x), limits, [])),
@@ -153,7 +154,7 @@ def test_limit_rows_are_the_1khz_check_with_exact_gradients():
 def test_overshooting_iterates_are_pulled_inside_along_the_segment_to_the_centre():
     model = load_model("mtm")
     limits = coordinate_limits(model)
-    problem = _Problem(model, 6, 0.1, limits, [], 60, 100, 0.0)
+    problem = ExcitationProblem(model, 6, 0.1, limits, [], 60, 100, 0.0)
     x = problem.feasible_start(np.random.default_rng(4))
     assert np.array_equal(problem.pull_inside(x), x)  # already inside: untouched
     far = problem.center + 3.0 * (x - problem.center)

@@ -22,12 +22,9 @@ from dvrk_ident_ros.jobs.gc_calibration import (
     CalibrationSettings,
     check_gc_arm,
     check_job,
-    drift_of,
-    hold_poses,
-    limits_check,
     parse_orders,
-    tip_function,
 )
+from dvrk_ident_ros.jobs.hold_test import drift_of, hold_poses, limits_check, tip_function
 
 
 def test_only_an_arm_whose_family_has_a_gc_fit_is_taken():

@@ -5,13 +5,8 @@ import numpy as np
 import pytest
 
 from dvrk_ident_ros.errors import SolverError
-from dvrk_ident_ros.identify.plausible import (
-    active_bounds,
-    choose_plausible,
-    divergences,
-    geometric_prior,
-    summary_line,
-)
+from dvrk_ident_ros.identify.plausible import active_bounds, choose_plausible, summary_line
+from dvrk_ident_ros.identify.prior import divergences, geometric_prior
 from dvrk_ident_ros.identify.problem import Regression
 from dvrk_ident_ros.identify.sdp import parameter_bounds, solve_sdp
 from dvrk_ident_ros.identify.synthetic import plausible_parameters, random_fourier, synthetic_recording

@@ -278,7 +278,7 @@ def test_the_ros_distribution_is_read_not_assumed(tmp_path, monkeypatch):
 
 def test_recording_outcomes_follow_the_arms_player():
     """Complete, failed, incomplete, empty or recorded (no player), from the phases of the arm's own player."""
-    from dvrk_ident_ros.data.recording import PlayerRuns, recording_outcome
+    from dvrk_ident_ros.data.outcome import PlayerRuns, recording_outcome
 
     def outcome(phases, expect_player=True):
         runs = PlayerRuns()

@@ -15,13 +15,8 @@ from dvrk_ident_ros.data.processing import FilterSettings, lowpass, process
 from dvrk_ident_ros.errors import DataError, DvrkIdentError, SolverError
 from dvrk_ident_ros.estimators import DYNAMICS, estimator
 from dvrk_ident_ros.identify.least_squares import solve_least_squares
-from dvrk_ident_ros.identify.plausible import (
-    FitRegion,
-    choose_plausible,
-    choose_within_fit,
-    fit_region,
-    prior_from_standard,
-)
+from dvrk_ident_ros.identify.plausible import FitRegion, choose_plausible, choose_within_fit, fit_region
+from dvrk_ident_ros.identify.prior import prior_from_standard
 from dvrk_ident_ros.identify.problem import (
     Regression,
     build_regression,

@@ -50,14 +50,8 @@ from dvrk_ident.msg import PlayerStatus, RecorderStatus
 from dvrk_ident_ros.arm_state import OperatingStatus
 from dvrk_ident_ros.arms import arm_spec, player_status_topic, recorder_status_topic
 from dvrk_ident_ros.data.interfaces import JOINT_STATE, OPERATING_STATE, PLAYER_STATUS, typestore
-from dvrk_ident_ros.data.recording import (
-    BagWriter,
-    OfferedQos,
-    Outcome,
-    PlayerRuns,
-    duration_from_ns,
-    recording_outcome,
-)
+from dvrk_ident_ros.data.outcome import Outcome, PlayerRuns, recording_outcome
+from dvrk_ident_ros.data.recording import BagWriter, OfferedQos, duration_from_ns
 from dvrk_ident_ros.errors import DataError, DvrkIdentError
 from dvrk_ident_ros.parameters.recorder import SCHEMA
 from dvrk_ident_ros.ros.messages import check_arm_name, crtk_messages

@@ -13,13 +13,8 @@ from dvrk_ident_ros.errors import DvrkIdentError, SolverError
 from dvrk_ident_ros.excitation import holds
 from dvrk_ident_ros.excitation.files import load_trajectory, save_grid, save_trajectory
 from dvrk_ident_ros.excitation.grid import make_grid
-from dvrk_ident_ros.excitation.optimize import (
-    DEFAULT_ITERATIONS,
-    DEFAULT_STARTS,
-    condition_number,
-    optimise,
-    verify,
-)
+from dvrk_ident_ros.excitation.objective import condition_number, verify
+from dvrk_ident_ros.excitation.optimize import DEFAULT_ITERATIONS, DEFAULT_STARTS, optimise
 from dvrk_ident_ros.files import add_command_group, resolve_package_file
 from dvrk_ident_ros.model.arm_model import load_model
 from dvrk_ident_ros.model.limits import cartesian_boxes, coordinate_limits
