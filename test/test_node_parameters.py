@@ -248,3 +248,38 @@ def _by_index(h) -> dict:
 def _stamp_keys(h) -> set[int]:
     return set(_by_index(h))
 
+
+
+def test_the_settings_classes_are_the_schemas_typed():
+    """dvrk_ident_ros/parameters/settings.py (generated): one frozen class per node, a field per parameter, each
+    value converted to its type once (1 for a double is 1.0, a list of numbers a tuple of floats)."""
+    import dataclasses
+
+    from dvrk_ident_ros.parameters.settings import SETTINGS
+
+    assert set(SETTINGS) == set(SCHEMAS)
+    for node, cls in SETTINGS.items():
+        assert [f.name for f in dataclasses.fields(cls)] == [p.name for p in SCHEMAS[node]]
+    values = dict(SCHEMAS["simulated_arm"].defaults()) | {"publish_rate": 200, "initial_position": [0, 1]}
+    settings = SETTINGS["simulated_arm"].from_values(values)
+    assert settings.publish_rate == 200.0 and isinstance(settings.publish_rate, float)
+    assert settings.initial_position == (0.0, 1.0) and isinstance(settings.seed, int)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        settings.arm = "MTML"
+
+
+def test_no_node_casts_a_parameter_value():
+    """The nodes read their parameters through the generated settings: no ``params["x"]`` and no float(),
+    int(), str(), bool() or list() of a settings field in a node."""
+    import ast
+
+    offenders = []
+    for path in sorted((REPO_ROOT / "dvrk_ident_ros" / "nodes").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Subscript) and getattr(node.value, "id", None) == "params":
+                offenders.append(f"{path.name}:{node.lineno}: params[...]")
+            if (isinstance(node, ast.Call) and getattr(node.func, "id", None) in ("float", "int", "str", "bool", "list")
+                    and node.args and isinstance(node.args[0], ast.Attribute)
+                    and getattr(node.args[0].value, "id", None) == "settings"):
+                offenders.append(f"{path.name}:{node.lineno}: {node.func.id}(settings.{node.args[0].attr})")
+    assert not offenders, offenders

@@ -29,6 +29,7 @@ from dvrk_ident_ros.gc.safety_net import (
     written_at,
 )
 from dvrk_ident_ros.parameters.gc_safety_net import SCHEMA as PARAMETERS
+from dvrk_ident_ros.parameters.settings import GcSafetyNetSettings
 from dvrk_ident_ros.ros.messages import check_arm_name
 from dvrk_ident_ros.ros.parameters import declare_parameters
 from dvrk_ident_ros.ros.process import run
@@ -44,7 +45,8 @@ class GcSafetyNetNode(Node):
     def __init__(self) -> None:
         super().__init__("gc_safety_net")
         params = declare_parameters(self, PARAMETERS)
-        self.arm = check_arm_name(params["arm"])
+        settings = GcSafetyNetSettings.from_values(params)
+        self.arm = check_arm_name(settings.arm)
         self.path = state_path(self.arm)  # where the compensation node of this arm and ROS domain writes
         self._hold = self.create_publisher(Empty, f"/{self.arm}/hold", 10)
         self._flag = self.create_publisher(Bool, f"/{self.arm}/use_gravity_compensation", 10)

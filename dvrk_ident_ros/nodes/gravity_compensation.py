@@ -110,6 +110,7 @@ from dvrk_ident_ros.gc.takeover import TakeOverGate
 from dvrk_ident_ros.gc.takeover_guard import GUARD_LIMITS, GUARD_STOP, TakeoverGuard
 from dvrk_ident_ros.nodes.diagnostics import REPORT_PERIOD, DiagnosticsPublisher, Throttle
 from dvrk_ident_ros.parameters.gravity_compensation import SCHEMA as PARAMETERS
+from dvrk_ident_ros.parameters.settings import GravityCompensationSettings
 from dvrk_ident_ros.ros.arm_monitor import READY_SETTLE, ArmStateMonitor
 from dvrk_ident_ros.ros.messages import check_arm_name
 from dvrk_ident_ros.ros.parameters import declare_parameters
@@ -134,33 +135,34 @@ class GravityCompensationNode(Node):
         super().__init__("gravity_compensation")
         params = declare_parameters(self, PARAMETERS, on_change={
             "torque_limit_scale": self._set_torque_limit_scale, "publish_diagnostics": self._set_publish_diagnostics})
-        self.arm = check_arm_name(params["arm"])
-        self.parameter_file = str(params["parameter_file"])
-        settings = SupervisorSettings(
-            ramp_in_time=params["ramp_in_time"], fade_out_time=params["fade_out_time"],
-            stale_periods=params["stale_periods"], handover_after=params["handover_after"],
-            resume_after=params["resume_after"])
-        self.disable_builtin = bool(params["disable_builtin"])
-        self.publish_diagnostics = bool(params["publish_diagnostics"])
-        self.law = load_compensation(self.parameter_file, self.arm, blend=str(params["blend"]),
-                                     blend_travel=float(params["blend_travel"]))  # the core's factory
+        settings = GravityCompensationSettings.from_values(params)
+        self.arm = check_arm_name(settings.arm)
+        self.parameter_file = settings.parameter_file
+        supervision = SupervisorSettings(
+            ramp_in_time=settings.ramp_in_time, fade_out_time=settings.fade_out_time,
+            stale_periods=settings.stale_periods, handover_after=settings.handover_after,
+            resume_after=settings.resume_after)
+        self.disable_builtin = settings.disable_builtin
+        self.publish_diagnostics = settings.publish_diagnostics
+        self.law = load_compensation(self.parameter_file, self.arm, blend=settings.blend,
+                                     blend_travel=settings.blend_travel)  # the core's factory
         self.model_kind = self.law.kind.reported_as
-        self.torque_limit_scale = float(params["torque_limit_scale"])  # in (0, 1]: checked by the schema
+        self.torque_limit_scale = settings.torque_limit_scale  # in (0, 1]: checked by the schema
         self.law.scale_limits(self.torque_limit_scale)
         self.spec = arm_spec(self.arm)
         # the fit check (gc/fit_check.py) of an MLSE file before every take-over, on the mean of the arm's own
         # efforts (setpoint_js) over the last FIT_SAMPLES samples while it held itself
-        tolerance = [float(t) for t in params["fit_tolerance"]]
-        self.fit_check = fit_check_for(self.law, self.spec.family, tolerance) if params["fit_check"] else None
+        tolerance = settings.fit_tolerance
+        self.fit_check = fit_check_for(self.law, self.spec.family, tolerance) if settings.fit_check else None
         # and after it: the arm stays where it was taken over while no one moves it (gc/takeover_guard.py)
         limits = GUARD_LIMITS.get(self.spec.family.upper())
-        self.guard = (TakeoverGuard(limits) if params["fit_check"] and limits is not None
+        self.guard = (TakeoverGuard(limits) if settings.fit_check and limits is not None
                       and len(limits) == self.spec.arm_joints else None)
         self._held_efforts: deque[list[float]] = deque(maxlen=FIT_SAMPLES)
         self._fit_unchecked_said = False
         self.joints = self.spec.arm_joints  # commanded on servo_jf: all but the jaw
         self._law_dof = len(self.law.total)
-        self.supervisor = CompensationSupervisor(settings)
+        self.supervisor = CompensationSupervisor(supervision)
         self.builtin = BuiltinCompensation()
         self.gate = TakeOverGate(self.arm, self.supervisor, self.builtin, disable_builtin=self.disable_builtin,
                                  has_builtin=self.spec.builtin_gravity_compensation)
@@ -225,11 +227,11 @@ class GravityCompensationNode(Node):
     # -- run-time parameters (the schema's runtime ones; the executor's thread, as the hot path) ----
     def _set_torque_limit_scale(self, value: float) -> None:
         """The clamp of the next command: the file's (or the arm's) limits times ``value`` (0, 1]."""
-        self.law.scale_limits(float(value) / self.torque_limit_scale)  # scale_limits multiplies what it has
-        self.torque_limit_scale = float(value)
+        self.law.scale_limits(value / self.torque_limit_scale)  # scale_limits multiplies what it has
+        self.torque_limit_scale = value
 
     def _set_publish_diagnostics(self, value: bool) -> None:
-        self.publish_diagnostics = bool(value)
+        self.publish_diagnostics = value
 
     # -- hot path -------------------------------------------------------------------
     def _reject(self, why: str) -> None:

@@ -31,6 +31,7 @@ from dvrk_ident.srv import Identify
 from dvrk_ident_ros.errors import DvrkIdentError, PathRefusedError
 from dvrk_ident_ros.identify_request import canonical_summary, plan_request
 from dvrk_ident_ros.parameters.identification_service import SCHEMA
+from dvrk_ident_ros.parameters.settings import IdentificationServiceSettings
 from dvrk_ident_ros.ros.parameters import declare_parameters
 from dvrk_ident_ros.ros.process import run
 
@@ -39,20 +40,21 @@ class IdentificationServiceNode(Node):
     def __init__(self) -> None:
         super().__init__("identification_service")
         params = declare_parameters(self, SCHEMA, on_change={"allow_queue": self._set_allow_queue})
+        settings = IdentificationServiceSettings.from_values(params)
         # resolved once: a request writes only inside this directory (dvrk_ident_ros.request_paths)
-        self.output_directory = Path(str(params["output_directory"])).expanduser().resolve()
-        data_directory = str(params["data_directory"]).strip()
+        self.output_directory = Path(settings.output_directory).expanduser().resolve()
+        data_directory = settings.data_directory.strip()
         self.data_directory = Path(data_directory).expanduser().resolve() if data_directory else None
-        self.allow_queue = bool(params["allow_queue"])
+        self.allow_queue = settings.allow_queue
         self._job = threading.Lock()
         self._current = ""
         self.create_service(Identify, "/identify", self._serve, callback_group=ReentrantCallbackGroup())
         reads = f"data under {self.data_directory}/" if self.data_directory else "data anywhere this user can read"
         self.get_logger().info(f"/identify ready (results only under {self.output_directory}/; {reads})")
 
-    def _set_allow_queue(self, value: object) -> None:
+    def _set_allow_queue(self, value: bool) -> None:
         """Run time: from the next request on (a job under way is not touched)."""
-        self.allow_queue = bool(value)
+        self.allow_queue = value
 
     def _serve(self, request: Identify.Request, response: Identify.Response) -> Identify.Response:
         if not self._job.acquire(blocking=self.allow_queue):

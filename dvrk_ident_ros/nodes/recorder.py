@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 
@@ -54,13 +55,14 @@ from dvrk_ident_ros.data.outcome import Outcome, PlayerRuns, recording_outcome
 from dvrk_ident_ros.data.recording import BagWriter, OfferedQos, duration_from_ns
 from dvrk_ident_ros.errors import DataError, DvrkIdentError
 from dvrk_ident_ros.parameters.recorder import SCHEMA
+from dvrk_ident_ros.parameters.settings import RecorderSettings
 from dvrk_ident_ros.ros.messages import check_arm_name, crtk_messages
 from dvrk_ident_ros.ros.parameters import declare_parameters
 from dvrk_ident_ros.ros.process import guarded, run
 from dvrk_ident_ros.ros.qos import EVENT_QOS, STATE_QOS, STATUS_QOS
 
 
-def recorded_topics(arm: str, record_setpoint: bool = True, extra_topics: list[str] | None = None,
+def recorded_topics(arm: str, record_setpoint: bool = True, extra_topics: Sequence[str] | None = None,
                     operating_state: bool = True) -> dict[str, str]:
     """Topic -> message type recorded for ``arm``: measured (and setpoint) joint states with the
     PSM jaw or MTM gripper, the arm's operating state (where crtk_msgs is available), the status of
@@ -106,13 +108,14 @@ class Recorder(Node):
         self._bag: BagWriter | None = None
         self._outcome: Outcome | None = None
         params = declare_parameters(self, SCHEMA)  # types and ranges checked there (gap_threshold >= 0)
-        arm = check_arm_name(str(params["arm"]))
-        bag_path = str(params["bag_path"])
-        output_directory = str(params["output_directory"])
-        record_setpoint = bool(params["record_setpoint"])
-        gap_threshold = float(params["gap_threshold"])
-        extra_topics = list(params["extra_topics"])
-        self._expect_player = bool(params["expect_player"])
+        settings = RecorderSettings.from_values(params)
+        arm = check_arm_name(settings.arm)
+        bag_path = settings.bag_path
+        output_directory = settings.output_directory
+        record_setpoint = settings.record_setpoint
+        gap_threshold = settings.gap_threshold
+        extra_topics = settings.extra_topics
+        self._expect_player = settings.expect_player
         if not bag_path:
             bag_path = str(Path(output_directory) / f"{arm}-{datetime.now():%Y%m%d-%H%M%S}")
         bag_directory = Path(bag_path).expanduser().absolute()

@@ -86,6 +86,7 @@ from dvrk_ident_ros.arms import arm_spec
 from dvrk_ident_ros.errors import ArmNotReadyError, DvrkIdentError
 from dvrk_ident_ros.gc.console_gc import load_chain
 from dvrk_ident_ros.nodes.sim_cartesian import CartesianCommands, CartesianTopics, crtk_services
+from dvrk_ident_ros.parameters.settings import SimulatedArmSettings
 from dvrk_ident_ros.parameters.simulated_arm import SCHEMA as PARAMETERS
 from dvrk_ident_ros.ros.messages import check_arm_name, crtk_messages, fill_joint_state
 from dvrk_ident_ros.ros.parameters import declare_parameters
@@ -128,30 +129,31 @@ class SimulatedArmNode(Node):
         super().__init__("simulated_arm")
         # types, ranges and choices checked there (publish_rate 1..1000 Hz, clock_rate 1..10000 Hz, ...)
         params = declare_parameters(self, PARAMETERS, on_change={"kinematic_gc": self._set_kinematic_gc})
-        self.arm = check_arm_name(params["arm"])
-        self.publish_rate = float(params["publish_rate"])
-        physics_rate = float(params["physics_rate"])
-        self.publish_clock = bool(params["publish_clock"])
-        self.real_time_factor = float(params["real_time_factor"])
-        self.clock_rate = float(params["clock_rate"])
-        true_parameters = str(params["true_parameters"])
-        config_file = str(params["config_file"])
-        noise = bool(params["noise"])
-        seed = int(params["seed"])
-        initial = list(params["initial_position"])
-        initial_state = str(params["initial_state"])
-        homing_time = float(params["homing_time"])
-        dvrk_version = str(params["dvrk_version"])  # "-p dvrk_version:=2.3" (a double) is taken as "2.3"
-        tool_engaged = bool(params["tool_engaged"])
-        fault_tracking_error = float(params["fault_tracking_error"])
-        servo_timing = str(params["servo_timing"]).lower()
-        kinematic_gc = self._kinematic_gc(str(params["kinematic_gc"]), str(params["dvrk_version"]))
+        settings = SimulatedArmSettings.from_values(params)
+        self.arm = check_arm_name(settings.arm)
+        self.publish_rate = settings.publish_rate
+        physics_rate = settings.physics_rate
+        self.publish_clock = settings.publish_clock
+        self.real_time_factor = settings.real_time_factor
+        self.clock_rate = settings.clock_rate
+        true_parameters = settings.true_parameters
+        config_file = settings.config_file
+        noise = settings.noise
+        seed = settings.seed
+        initial = settings.initial_position
+        initial_state = settings.initial_state
+        homing_time = settings.homing_time
+        dvrk_version = settings.dvrk_version  # "-p dvrk_version:=2.3" (a double) is taken as "2.3"
+        tool_engaged = settings.tool_engaged
+        fault_tracking_error = settings.fault_tracking_error
+        servo_timing = settings.servo_timing.lower()
+        kinematic_gc = self._kinematic_gc(settings.kinematic_gc, settings.dvrk_version)
         if physics_rate < self.publish_rate:
             raise DvrkIdentError(f"physics_rate {physics_rate} Hz below publish_rate {self.publish_rate} Hz")
         self.clock_rate = max(self.clock_rate, self.publish_rate)  # /clock at least with every state
         spec = arm_spec(self.arm)  # the arm family's traits (jaw, gripper, simulation: the arm registry)
         config = load_sim_config(self.arm, config_file or None, true_parameters or None)
-        if initial in ([], [0.0]):  # the default: the arm's home pose
+        if initial in ((), (0.0,)):  # the default: the arm's home pose
             initial_position = None
         elif len(initial) == config.model.dof:
             initial_position = np.asarray(initial, dtype=float)
@@ -286,7 +288,7 @@ class SimulatedArmNode(Node):
             f"simulated {self.arm} ({spec.model}, dVRK {dvrk_version}, true parameters {config.parameter_file.name}): "
             f"{self.sim.status.describe()}, built-in gravity compensation "
             f"{'on' if self.sim.builtin_gravity_compensation else 'off'}"
-            + (f" (the console's chain {params['kinematic_gc'] or 'shipped with the console'})"
+            + (f" (the console's chain {settings.kinematic_gc or 'shipped with the console'})"
                if kinematic_gc is not None else "")
             + f"; state at {self.publish_rate:g} Hz, "
             f"physics at {physics_rate:g} Hz, "
@@ -294,10 +296,10 @@ class SimulatedArmNode(Node):
                if self.publish_clock else "wall-clock time")
             + f"; servo_jp taken {'on arrival' if servo_timing == 'arrival' else 'at its stamp'}")
 
-    def _set_kinematic_gc(self, value: object) -> None:
+    def _set_kinematic_gc(self, value: str) -> None:
         """Run time: the chain checked and applied from the next control step (DvrkIdentError: refused, the old
         chain kept)."""
-        chain = self._kinematic_gc(str(value), self.sim.dvrk_version)
+        chain = self._kinematic_gc(value, self.sim.dvrk_version)
         with self._lock:
             self.sim.set_console_gc(chain)
 

@@ -80,6 +80,7 @@ from dvrk_ident_ros.excitation.holds import HOLDS_KIND
 from dvrk_ident_ros.excitation.streaming import StreamClock
 from dvrk_ident_ros.files import read_document, resolve_package_file
 from dvrk_ident_ros.model.arm_model import load_model
+from dvrk_ident_ros.parameters.settings import TrajectoryPlayerSettings
 from dvrk_ident_ros.parameters.trajectory_player import SCHEMA as PARAMETERS
 from dvrk_ident_ros.player_phase import PlayerPhase
 from dvrk_ident_ros.ros.arm_monitor import ArmStateMonitor
@@ -148,21 +149,22 @@ class TrajectoryPlayerNode(Node):
         super().__init__("trajectory_player")
         # types and ranges checked there (timeouts > 0, stream_rate 1..2000 Hz, speed_scale (0, 1])
         params = declare_parameters(self, PARAMETERS, on_change={"speed_scale": self._set_speed_scale})
-        self.arm = check_arm_name(params["arm"])
-        self.trajectory_file = str(params["trajectory_file"])
-        self.autostart = bool(params["autostart"])
-        self.stream_rate = float(params["stream_rate"])
-        self.ramp_speed = float(params["ramp_in_speed"])
-        tracking_limit = params["tracking_error_limit"]  # [] = the arm's; checked against the arm below
-        self.stale_timeout = float(params["stale_timeout"])
-        self.speed_scale = float(params["speed_scale"])
-        self.periods = int(params["periods"])
-        self.pose_stride = int(params["pose_stride"])
-        self.sweep_stride = int(params["sweep_stride"])
-        self.wait_for_recorder = bool(params["wait_for_recorder"])
-        self.recorder_timeout = float(params["recorder_timeout"])
-        self.ready_timeout = float(params["ready_timeout"])
-        self.home_arm = bool(params["home_arm"])
+        settings = TrajectoryPlayerSettings.from_values(params)
+        self.arm = check_arm_name(settings.arm)
+        self.trajectory_file = settings.trajectory_file
+        self.autostart = settings.autostart
+        self.stream_rate = settings.stream_rate
+        self.ramp_speed = settings.ramp_in_speed
+        tracking_limit = settings.tracking_error_limit  # [] = the arm's; checked against the arm below
+        self.stale_timeout = settings.stale_timeout
+        self.speed_scale = settings.speed_scale
+        self.periods = settings.periods
+        self.pose_stride = settings.pose_stride
+        self.sweep_stride = settings.sweep_stride
+        self.wait_for_recorder = settings.wait_for_recorder
+        self.recorder_timeout = settings.recorder_timeout
+        self.ready_timeout = settings.ready_timeout
+        self.home_arm = settings.home_arm
         self.spec = arm_spec(self.arm)  # the arm family's traits (jaw, pose grids: the arm registry)
         self.family = self.spec.model
         self.model = load_model(self.family)
@@ -291,7 +293,7 @@ class TrajectoryPlayerNode(Node):
     def _set_speed_scale(self, value: float) -> None:
         """Run time: the speed of the next play without its own (a run under way keeps its plan, and every plan
         is checked against the limits before any motion)."""
-        self.speed_scale = float(value)
+        self.speed_scale = value
 
     def _plan(self, path: Path, speed_scale: float) -> tuple[playback.FourierPlayback | playback.GridPlayback, str]:
         raw = read_document(path)

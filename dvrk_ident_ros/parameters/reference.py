@@ -1,5 +1,6 @@
-"""What the parameter schemas generate (ROS-free): the documentation's reference (``docs/reference/parameters.md``)
-and each node's parameter file (``config/<node>.yaml``). ``python -m dvrk_ident_ros.parameters.reference``
+"""What the parameter schemas generate (ROS-free): the documentation's reference (``docs/reference/parameters.md``),
+each node's parameter file (``config/<node>.yaml``) and the typed, frozen settings the nodes read their values
+through (``dvrk_ident_ros/parameters/settings.py``). ``python -m dvrk_ident_ros.parameters.reference``
 writes them, ``--check`` says whether they are up to date (test/test_node_parameters.py runs the check; ``make
 docs`` writes them before it builds the site)."""
 from __future__ import annotations
@@ -76,6 +77,63 @@ def parameter_file(schema: NodeSchema) -> str:
     return "\n".join(lines) + "\n"
 
 
+_PYTHON_TYPES = {"bool": "bool", "integer": "int", "double": "float", "string": "str",
+                 "double[]": "tuple[float, ...]", "string[]": "tuple[str, ...]"}
+_CONVERT = {"bool": "bool", "integer": "int", "double": "float", "string": "str", "double[]": "_floats",
+            "string[]": "_strings"}
+
+
+def class_name(node: str) -> str:
+    return "".join(part.capitalize() for part in node.split("_")) + "Settings"
+
+
+def settings_module() -> str:
+    """dvrk_ident_ros/parameters/settings.py: one frozen dataclass per node, a field per parameter with its
+    Python type, and ``from_values`` (the values :func:`~dvrk_ident_ros.ros.parameters.declare_parameters`
+    returns, checked by the schema) converting each value to that type once, here."""
+    out = ['"""The nodes\' settings, typed and frozen: generated from the schemas (dvrk_ident_ros/parameters/',
+           '<node>.py) by `python -m dvrk_ident_ros.parameters.reference`; change the schema, not this file. A node',
+           'reads its parameters as ``<Node>Settings.from_values(declare_parameters(...))``: no value is cast in a',
+           'node."""',
+           "from __future__ import annotations", "", "from collections.abc import Callable, Mapping",
+           "from dataclasses import dataclass", "from typing import Any, TypeVar", "", 'T = TypeVar("T")', "", "",
+           "def _floats(value: Any) -> tuple[float, ...]:", "    return tuple(float(x) for x in value)", "", "",
+           "def _strings(value: Any) -> tuple[str, ...]:", "    return tuple(str(x) for x in value)", "", "",
+           "def _optional(convert: Callable[[Any], T], value: Any) -> T | None:",
+           "    return None if value is None else convert(value)", ""]
+    for node in ORDER:
+        schema = SCHEMAS[node]
+        name = class_name(node)
+        out += ["", "@dataclass(frozen=True)", f"class {name}:",
+                f'    """The parameters of ``{node}`` (docs/reference/parameters.md)."""', ""]
+        for p in schema:
+            kind = p.kind.value
+            optional = " | None" if p.default is None else ""
+            if p.arm_dependent:  # as given: the node checks it against the arm (one value per joint)
+                out.append(f"    {p.name}: object")
+            else:
+                out.append(f"    {p.name}: {_PYTHON_TYPES[kind]}{optional}")
+        out += ["", "    @classmethod", f"    def from_values(cls, values: Mapping[str, Any]) -> {name}:",
+                "        return cls("]
+        for p in schema:
+            convert = _CONVERT[p.kind.value]
+            if p.arm_dependent:
+                out.append(f'            {p.name}=values["{p.name}"],')
+            elif p.default is None:
+                out.append(f'            {p.name}=_optional({convert}, values["{p.name}"]),')
+            else:
+                out.append(f'            {p.name}={convert}(values["{p.name}"]),')
+        out += ["        )", ""]
+    out += ["", "#: Each node's settings class, by node name.", "SETTINGS: dict[str, type] = {"]
+    out += [f'    "{n}": {class_name(n)},' for n in ORDER]
+    out += ["}"]
+    return "\n".join(out) + "\n"
+
+
+def settings_path(root: Path | None = None) -> Path:
+    return (root or Path.cwd()) / "dvrk_ident_ros" / "parameters" / "settings.py"
+
+
 def config_path(node: str, root: Path | None = None) -> Path:
     return (root or Path.cwd()) / "config" / f"{node}.yaml"
 
@@ -90,8 +148,8 @@ def main(argv: list[str] | None = None) -> int:
     if args not in ([], ["--check"]):
         print("usage: python -m dvrk_ident_ros.parameters.reference [--check]", file=sys.stderr)
         return 2
-    wanted = {page_path(): reference(), **{config_path(node): parameter_file(schema)
-                                           for node, schema in SCHEMAS.items()}}
+    wanted = {page_path(): reference(), settings_path(): settings_module(),
+              **{config_path(node): parameter_file(schema) for node, schema in SCHEMAS.items()}}
     if args == ["--check"]:
         stale = [path for path, text in wanted.items() if not path.is_file() or path.read_text() != text]
         for path in stale:

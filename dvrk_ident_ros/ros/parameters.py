@@ -65,8 +65,8 @@ def declare_parameters(node: Node, schema: NodeSchema,
 
     At run time an on-set callback refuses, with the reason, a value the schema refuses (rclpy refuses a
     wrong type, a value outside a range and a read-only parameter before it); a valid value of a ``runtime``
-    parameter goes to ``on_change[name](value)`` at once, which may refuse it by raising DvrkIdentError (the
-    reason is the answer's). Every runtime parameter needs a handler.
+    parameter goes to ``on_change[name](value)`` at once, converted to the schema's type; the handler may
+    refuse it by raising DvrkIdentError (the reason is the answer's). Every runtime parameter needs a handler.
     """
     handlers = dict(on_change or {})
     if set(handlers) != set(schema.runtime()):
@@ -109,7 +109,7 @@ def declare_parameters(node: Node, schema: NodeSchema,
                 spec.check(parameter.value)
             except ParameterValueError as exc:
                 return SetParametersResult(successful=False, reason=str(exc))
-            changes.append((spec.name, parameter.value))
+            changes.append((spec.name, spec.coerce(parameter.value)))  # typed as the schema says
         for name, value in changes:
             try:
                 handlers[name](value)
