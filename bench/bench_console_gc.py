@@ -22,7 +22,7 @@ import time
 
 import numpy as np
 
-from dvrk_ident_ros.arms import arm_families
+from dvrk_ident_ros.arm.registry import arm_families
 from dvrk_ident_ros.errors import DvrkIdentError
 from dvrk_ident_ros.gc.console_gc import ConsoleChain, load_chain, mounting_pitch_of
 from dvrk_ident_ros.sim.arm import SimulatedArm

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dvrk_ident_ros.arms import arm_spec
+from dvrk_ident_ros.arm.registry import arm_spec
 from dvrk_ident_ros.jobs.launcher import NodeProcess, ros_environment
 from dvrk_ident_ros.model.description import load_description
 

@@ -78,7 +78,7 @@ class _Listener:
 
 
 def _tip_drift(arm: str, q0: np.ndarray, q1: np.ndarray) -> float:
-    from dvrk_ident_ros.arms import arm_spec
+    from dvrk_ident_ros.arm.registry import arm_spec
     from dvrk_ident_ros.sim.arm import SimulatedArm
     from dvrk_ident_ros.sim.config import load_sim_config
     from dvrk_ident_ros.sim.experiments import tip_drift
@@ -159,7 +159,7 @@ def run() -> bool:
 
 
 def run_arm(arm: str) -> bool:
-    from dvrk_ident_ros.arms import arm_spec
+    from dvrk_ident_ros.arm.registry import arm_spec
     from dvrk_ident_ros.sim.config import load_sim_config
 
     runs = int(os.environ.get("DVRK_IDENT_BENCH_NET_RUNS", "10"))

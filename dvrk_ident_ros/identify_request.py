@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from dvrk_ident_ros.arms import arm_families, arm_spec, canonical_arm, known_arms, mlse_arms
+from dvrk_ident_ros.arm.registry import arm_families, arm_spec, canonical_arm, known_arms, mlse_arms
 from dvrk_ident_ros.errors import DvrkIdentError
 from dvrk_ident_ros.estimators import DEFAULT_ESTIMATOR, GRAVITY, estimator
 from dvrk_ident_ros.request_paths import output_directory_within, readable_data_path

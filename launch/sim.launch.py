@@ -20,7 +20,7 @@ from launch_ros.actions import Node, SetParameter
 from launch_ros.parameter_descriptions import ParameterValue
 from launch_ros.substitutions import FindPackageShare
 
-from dvrk_ident_ros.arms import known_arms
+from dvrk_ident_ros.arm.registry import known_arms
 from dvrk_ident_ros.jobs.launch_support import canonical_arguments, exit_handler
 
 PACKAGE = "dvrk_ident"

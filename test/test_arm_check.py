@@ -1,4 +1,4 @@
-"""`dvrk-ident arm-check`: what a few seconds of a live arm's topics say about a lab's first run (arm_check.py,
+"""`dvrk-ident arm-check`: what a few seconds of a live arm's topics say about a lab's first run (arm/check.py,
 ROS-free), then the command against the simulated arm (it only listens)."""
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 from conftest import REPO_ROOT
 from helpers.processes import output_of, running
 
-from dvrk_ident_ros.arm_check import ArmObservation
-from dvrk_ident_ros.arm_state import OperatingStatus
+from dvrk_ident_ros.arm.check import ArmObservation
+from dvrk_ident_ros.arm.state import OperatingStatus
 
 READY = OperatingStatus("ENABLED", True, False)
 MTM_POSE = [0.1, 0.2, -0.3, 0.4, -0.5, 0.6, 0.7]

@@ -1,4 +1,4 @@
-"""How a commanding node reads the arm's measured_js (arm_samples.py): the dVRK bridge's stamp 0 (invalid data),
+"""How a commanding node reads the arm's measured_js (arm/samples.py): the dVRK bridge's stamp 0 (invalid data),
 the last sample republished behind a stalled arm loop, a PSM without its tool (7 raw joints), NaN."""
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from dvrk_ident_ros.arm_samples import ArmSamples, SampleKind, repeats
-from dvrk_ident_ros.arms import arm_spec
+from dvrk_ident_ros.arm.registry import arm_spec
+from dvrk_ident_ros.arm.samples import ArmSamples, SampleKind, repeats
 
 MTM_POSE = [0.1, 0.2, -0.3, 0.4, -0.5, 0.6, 0.7]
 
@@ -87,8 +87,8 @@ def test_without_a_time_yet_the_pose_is_taken_but_nothing_is_fresh():
 
 def test_the_states_rate_by_its_stamps():
     """ArmSamples measures the rate of its fresh samples by their stamps (the player's warning below 150 Hz,
-    state_rate.py): invalid, repeated and malformed samples do not count; the window is the last 64 samples."""
-    from dvrk_ident_ros.state_rate import IDENTIFICATION_RATE, StampRate
+    arm/state_rate.py): invalid, repeated and malformed samples do not count; the window is the last 64 samples."""
+    from dvrk_ident_ros.arm.state_rate import IDENTIFICATION_RATE, StampRate
 
     samples = ArmSamples("MTML", arm_spec("MTML"))
     assert samples.stamp_rate.rate() is None

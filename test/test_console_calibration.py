@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dvrk_ident_ros.arms import arm_spec
+from dvrk_ident_ros.arm.registry import arm_spec
 from dvrk_ident_ros.errors import CalibrationRefusedError
 from dvrk_ident_ros.jobs.console_calibration import (
     ConsoleCalibration,

@@ -5,11 +5,11 @@ import numpy as np
 import pytest
 from helpers.bags import header, player_status, write_events
 
+from dvrk_ident_ros.arm.player_phase import PlayerPhase
 from dvrk_ident_ros.data.bags import write_joint_state_bag
 from dvrk_ident_ros.data.loaders import load_dataset
 from dvrk_ident_ros.errors import DataError
 from dvrk_ident_ros.model.description import load_description
-from dvrk_ident_ros.player_phase import PlayerPhase
 
 
 def _signals(rng, n, joints):
@@ -104,7 +104,7 @@ def test_bag_of_the_player_keeps_only_the_excitation(tmp_path):
 def test_only_the_player_of_the_bags_own_arm_cuts_it(tmp_path):
     """Two players' statuses in one bag (per-arm topics, or the global topic of older bags): the MTML bag is cut
     only by the MTML player; the PSM1 player's PLAYING windows (longer, elsewhere) are never used."""
-    from dvrk_ident_ros.arms import player_status_topic
+    from dvrk_ident_ros.arm.registry import player_status_topic
     from dvrk_ident_ros.data.bags import LEGACY_PLAYER_STATUS_TOPIC, load_bag, playing_windows, read_player_status
     from dvrk_ident_ros.data.interfaces import PLAYER_STATUS
 

@@ -9,6 +9,7 @@ import yaml
 from helpers.bags import header, player_status, write_events
 
 from dvrk_ident_ros.app import cli
+from dvrk_ident_ros.arm.player_phase import PlayerPhase
 from dvrk_ident_ros.data.interfaces import JOINT_STATE, OPERATING_STATE, PLAYER_STATUS, typestore
 from dvrk_ident_ros.errors import DataError
 from dvrk_ident_ros.excitation.files import save_grid
@@ -17,7 +18,6 @@ from dvrk_ident_ros.gc.loaders import load_poses
 from dvrk_ident_ros.gc.mlse import fit_mlse
 from dvrk_ident_ros.gc.params import load_gc
 from dvrk_ident_ros.gc.regressor import torques
-from dvrk_ident_ros.player_phase import PlayerPhase
 
 
 def _load_all(path, **kwargs):

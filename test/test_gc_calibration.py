@@ -36,7 +36,7 @@ def test_only_an_arm_whose_family_has_a_gc_fit_is_taken():
 def test_every_arm_of_the_registry_has_a_gravity_job():
     """An MTM's job needs its grid, a PSM's or an ECM's (the console's kinematic_gc) the identified model; an
     unknown arm, or a PSM without its model, is refused with the reason."""
-    from dvrk_ident_ros.arms import known_arms
+    from dvrk_ident_ros.arm.registry import known_arms
 
     params = str(Path(__file__).resolve().parents[1] / "config" / "sim" / "psm_true.json")
     for arm in known_arms():

@@ -121,7 +121,7 @@ def test_the_guard_starts_again_at_every_take_over_and_refuses_bad_limits():
 # -- an identified model's check (the PSM's) ---------------------------------------------------------------
 @pytest.fixture(scope="module")
 def psm_compensation():
-    from dvrk_ident_ros.arms import arm_spec
+    from dvrk_ident_ros.arm.registry import arm_spec
     from dvrk_ident_ros.gc.model_law import load_model_compensation
     from dvrk_ident_ros.sim.config import load_sim_config
 
@@ -158,7 +158,7 @@ def test_a_models_refit_to_holds_narrows_its_band_to_the_friction_the_holds_show
     its friction. The record is read from a parameter file written as `dvrk-ident gc refit` writes it."""
     import json
 
-    from dvrk_ident_ros.arms import arm_spec
+    from dvrk_ident_ros.arm.registry import arm_spec
     from dvrk_ident_ros.gc.fit_check import HOLD_SIGMAS, ModelFitCheck
     from dvrk_ident_ros.gc.model_law import load_model_compensation
     from dvrk_ident_ros.sim.config import load_sim_config

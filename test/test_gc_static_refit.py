@@ -170,7 +170,7 @@ def test_gc_refit_command_writes_a_file_the_compensation_loads_with_the_true_gra
     publishes them) and a parameter file whose gravity is off: `dvrk-ident gc refit` writes a file whose
     compensation is the true gravity at other poses, and says what it did."""
     from dvrk_ident_ros.app import cli
-    from dvrk_ident_ros.arms import arm_spec
+    from dvrk_ident_ros.arm.registry import arm_spec
     from dvrk_ident_ros.data.bags import write_joint_state_bag
     from dvrk_ident_ros.gc.model_law import load_model_compensation
     from dvrk_ident_ros.identify.results import IdentificationResult

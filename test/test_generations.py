@@ -1,10 +1,10 @@
 """Two generations of the patient side share arm names (PSM1, ECM): DVRK_IDENT_GENERATION says which is meant,
-as the dVRK console's "generation" does (arms.py)."""
+as the dVRK console's "generation" does (arm/registry.py)."""
 from __future__ import annotations
 
 import pytest
 
-from dvrk_ident_ros.arms import arm_spec, canonical_arm, known_arms, selected_generation
+from dvrk_ident_ros.arm.registry import arm_spec, canonical_arm, known_arms, selected_generation
 from dvrk_ident_ros.errors import DvrkIdentError
 
 
@@ -40,7 +40,7 @@ def test_a_family_named_as_an_arm_is_refused(monkeypatch, tmp_path):
     name would be found first whatever the generation, so the registry refuses it with the reason."""
     from pathlib import Path
 
-    from dvrk_ident_ros.arms import known_arms
+    from dvrk_ident_ros.arm.registry import known_arms
     from dvrk_ident_ros.model.description import DescriptionError
 
     planar = (Path(__file__).resolve().parent / "arms" / "planar.yaml").read_text()

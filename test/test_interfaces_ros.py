@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from helpers.processes import output_of, running
 
+from dvrk_ident_ros.arm.player_phase import PlayerPhase
 from dvrk_ident_ros.gc.supervisor import CompensationState
-from dvrk_ident_ros.player_phase import PlayerPhase
 
 pytestmark = pytest.mark.ros
 HELPERS = Path(__file__).parent / "helpers"

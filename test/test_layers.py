@@ -24,8 +24,7 @@ PACKAGE = "dvrk_ident_ros"
 #: Bottom to top. Each layer: the module prefixes (below ``dvrk_ident_ros.``) in it; the longest
 #: matching prefix decides. "" is the package's own __init__ (its version).
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("base", ("", "errors", "environment", "files", "cache", "arm_state", "arm_samples", "arm_check", "arms",
-              "state_rate", "estimators", "request_paths", "player_phase")),
+    ("base", ("", "errors", "environment", "files", "cache", "arm", "estimators", "request_paths")),
     ("model", ("model",)),  # arm descriptions, the symbolic model, base parameters, joint limits
     ("data", ("data", "safety")),  # recordings; the checks every command passes
     ("excitation", ("excitation",)),

@@ -21,7 +21,7 @@ import pytest
 from helpers.processes import output_of, running
 from helpers.ros_probe import Probe
 
-from dvrk_ident_ros.player_phase import PlayerPhase
+from dvrk_ident_ros.arm.player_phase import PlayerPhase
 
 ARM = "PSM1"
 PSM_NAMES = ["yaw", "pitch", "insertion", "roll", "wrist_pitch", "wrist_yaw"]
@@ -128,7 +128,7 @@ class _Bench:
 
         from dvrk_ident.action import PlayTrajectory
         from dvrk_ident.msg import PlayerStatus
-        from dvrk_ident_ros.arms import player_status_topic
+        from dvrk_ident_ros.arm.registry import player_status_topic
 
         self.arm = arm
         self.probe = Probe(rclpy_context, name)
@@ -979,7 +979,7 @@ def test_home_arm_homes_a_disabled_arm_and_plays_a_grid(ros_env, rclpy_context, 
     import yaml
 
     from dvrk_ident.msg import RecorderStatus
-    from dvrk_ident_ros.arms import recorder_status_topic
+    from dvrk_ident_ros.arm.registry import recorder_status_topic
 
     grid = {"format": "dvrk_ident.pose_grid/1", "kind": "pose_grid", "arm": "MTML", "coordinates": "dvrk",
             "units": "rad", "settle_time": 0.2, "samples_per_pose": 5,
@@ -1042,7 +1042,7 @@ def test_a_psm_plays_its_static_holds_and_refuses_an_mlse_grid(ros_env, rclpy_co
     mlse = dict(grid, kind="pose_grid")
     mlse_path = save_grid(tmp_path / "mlse.yaml", mlse)
     from dvrk_ident.msg import RecorderStatus
-    from dvrk_ident_ros.arms import recorder_status_topic
+    from dvrk_ident_ros.arm.registry import recorder_status_topic
 
     bench = _Bench(rclpy_context, "player_test_psm_holds", arm="PSM1")
     recorder = bench.probe.node.create_publisher(RecorderStatus, recorder_status_topic("PSM1"), 10)

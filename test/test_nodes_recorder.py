@@ -11,11 +11,11 @@ import pytest
 import yaml
 from helpers.processes import output_of, running
 
+from dvrk_ident_ros.arm.player_phase import PlayerPhase
 from dvrk_ident_ros.data.bags import load_bag, read_joint_states
 from dvrk_ident_ros.data.interfaces import JOINT_STATE, OPERATING_STATE, PLAYER_STATUS, typestore
 from dvrk_ident_ros.data.recording import BAG_VERSION, BagWriter, GapCounter, detect_ros_distro
 from dvrk_ident_ros.errors import DataError
-from dvrk_ident_ros.player_phase import PlayerPhase
 
 MEASURED, JAW, STATUS = "/PSM1/measured_js", "/PSM1/jaw/measured_js", "/dvrk_ident/PSM1/player_status"
 TOPICS = {MEASURED: JOINT_STATE, JAW: JOINT_STATE, STATUS: PLAYER_STATUS}

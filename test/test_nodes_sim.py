@@ -33,7 +33,7 @@ def _stamp(msg) -> float:
 
 def _core_arm(arm: str):
     """The simulator's core as the node builds it (its command checks, its limits)."""
-    from dvrk_ident_ros.arms import arm_family
+    from dvrk_ident_ros.arm.registry import arm_family
     from dvrk_ident_ros.sim.arm import SimulatedArm
     from dvrk_ident_ros.sim.config import load_sim_config
 

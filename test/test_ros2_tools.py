@@ -91,7 +91,7 @@ def test_a_collect_paused_during_its_ramp_in_keeps_its_bag(tmp_path: Path, tools
     from rclpy.executors import SingleThreadedExecutor
 
     from dvrk_ident.msg import PlayerStatus
-    from dvrk_ident_ros.player_phase import PlayerPhase
+    from dvrk_ident_ros.arm.player_phase import PlayerPhase
     from dvrk_ident_ros.ros.messages import crtk_messages
 
     crtk = crtk_messages()

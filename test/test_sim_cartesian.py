@@ -429,7 +429,7 @@ def test_the_console_s_chain_puts_the_tip_where_the_description_does(name: str, 
     package's own description are two independent constructions of one arm: at 20 random poses inside the
     limits their tip points differ by one rigid motion (the two base frames). (The Si arms' descriptions are the
     console's gravity chains, exact for statics only: their tips are not the kinematic chain's.)"""
-    from dvrk_ident_ros.arms import arm_spec
+    from dvrk_ident_ros.arm.registry import arm_spec
     from dvrk_ident_ros.model.console_kinematics import load_kinematics
     from dvrk_ident_ros.safety import CommandChecker
 

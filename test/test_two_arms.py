@@ -64,7 +64,7 @@ def test_mtml_and_psm1_collect_side_by_side(nodes_env, tmp_path: Path):
 
     from rosbags.rosbag2 import Reader
 
-    from dvrk_ident_ros.arms import player_status_topic
+    from dvrk_ident_ros.arm.registry import player_status_topic
     from dvrk_ident_ros.data.bags import playing_windows, read_joint_state_topic, read_player_status
     from dvrk_ident_ros.data.interfaces import PLAYER_STATUS
     from dvrk_ident_ros.data.loaders import load_dataset

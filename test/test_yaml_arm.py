@@ -58,7 +58,7 @@ def _gravity_error(model, delta: np.ndarray, truth: np.ndarray) -> tuple[float, 
 
 
 def test_registry_reads_the_yaml_only_arm(planar_path):
-    from dvrk_ident_ros.arms import arm_spec, canonical_arm, known_arms
+    from dvrk_ident_ros.arm.registry import arm_spec, canonical_arm, known_arms
     from dvrk_ident_ros.errors import DvrkIdentError
     from dvrk_ident_ros.nodes.recorder import recorded_topics
 
@@ -76,7 +76,7 @@ def test_registry_reads_the_yaml_only_arm(planar_path):
 
 
 def test_unknown_arm_without_the_path(monkeypatch):
-    from dvrk_ident_ros.arms import arm_spec
+    from dvrk_ident_ros.arm.registry import arm_spec
     from dvrk_ident_ros.errors import DvrkIdentError
 
     monkeypatch.delenv("DVRK_IDENT_ARM_PATH", raising=False)
@@ -201,7 +201,7 @@ def test_planar_arm_through_the_nodes(planar_path, ros_env, tmp_path: Path):
     # the node sent its file's law at the pose it answered (the law as the node loads it), and that law is within
     # the bound the identification was held to above: 4 % of the largest gravity torque, in motor torques (the
     # gravity residue through the nodes is 0.5-3 %; at one pose it reached 0.076 N m of 2.5 N m once)
-    from dvrk_ident_ros.arms import arm_spec
+    from dvrk_ident_ros.arm.registry import arm_spec
     from dvrk_ident_ros.gc.model_law import load_model_compensation
 
     identified = np.array(load_model_compensation(Path(r.result_file), arm_spec(ARM)).compute(held, None))

@@ -80,7 +80,7 @@ def _arm_check(args: argparse.Namespace) -> int:
         if not (math.isfinite(value) and value > 0):
             raise DvrkIdentError(f"--{name} {value}: expected a finite number of seconds > 0")
     ensure_ament_prefix_path()
-    from dvrk_ident_ros.arms import canonical_arm
+    from dvrk_ident_ros.arm.registry import canonical_arm
 
     arm = canonical_arm(args.arm)  # an unknown arm: one line, status 2, before ROS starts
     try:

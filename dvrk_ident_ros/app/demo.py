@@ -38,10 +38,10 @@ from pathlib import Path
 
 import numpy as np
 
+from dvrk_ident_ros.arm.player_phase import PlayerPhase
 from dvrk_ident_ros.model.arm_model import load_model
 from dvrk_ident_ros.model.physical import random_physical_parameters
 from dvrk_ident_ros.model.reference import LagrangianReference
-from dvrk_ident_ros.player_phase import PlayerPhase
 
 
 def _model_stage(arm: str, rng: np.random.Generator) -> None:
@@ -238,7 +238,7 @@ def _hold_with_node(arm: str, parameter_file: Path, goals: np.ndarray, reference
     """The gravity_compensation node with ``parameter_file`` holding the simulated ``arm`` at each of ``goals``
     (dVRK joint space; a PSM's jaw: the goal's value for the kinematics, never commanded) for 2 s of simulated
     time under its torques alone (the drift test); tip drift per pose (mm, deg)."""
-    from dvrk_ident_ros.arms import arm_spec
+    from dvrk_ident_ros.arm.registry import arm_spec
     from dvrk_ident_ros.errors import DvrkIdentError
     from dvrk_ident_ros.jobs.launcher import NodeProcess, wait_for
     from dvrk_ident_ros.ros.clients import ArmClient

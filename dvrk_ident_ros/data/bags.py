@@ -31,9 +31,10 @@ from pathlib import Path
 
 import numpy as np
 
-from dvrk_ident_ros.arm_samples import REPEAT_TOLERANCE
-from dvrk_ident_ros.arm_state import CrtkState
-from dvrk_ident_ros.arms import canonical_arm, player_status_topic
+from dvrk_ident_ros.arm.player_phase import PlayerPhase
+from dvrk_ident_ros.arm.registry import canonical_arm, player_status_topic
+from dvrk_ident_ros.arm.samples import REPEAT_TOLERANCE
+from dvrk_ident_ros.arm.state import CrtkState
 from dvrk_ident_ros.data.dataset import Dataset
 from dvrk_ident_ros.data.interfaces import (
     JOINT_STATE,
@@ -44,7 +45,6 @@ from dvrk_ident_ros.data.interfaces import (
     stamp_seconds,
 )
 from dvrk_ident_ros.errors import DataError, DvrkIdentError
-from dvrk_ident_ros.player_phase import PlayerPhase
 
 #: The players' status topic before it was per arm (every player on it; the message's ``arm`` says whose).
 LEGACY_PLAYER_STATUS_TOPIC = "/dvrk_ident/player_status"
@@ -187,7 +187,7 @@ def arm_readiness(path: Path, arm_topic: str) -> ArmReadiness | None:
 def valid_joint_states(path: Path, topic: str) -> tuple[JointStates, int, str]:
     """:func:`read_joint_state_topic` less the samples received while the arm was not ready (see
     :func:`arm_readiness`) and those repeating the previous sample, stamp and positions (the bridge behind a
-    stalled arm loop publishes its last sample again: :data:`~dvrk_ident_ros.arm_samples.REPEAT_TOLERANCE`):
+    stalled arm loop publishes its last sample again: :data:`~dvrk_ident_ros.arm.samples.REPEAT_TOLERANCE`):
     (states, samples left out as not ready, a summary of what was skipped)."""
     states = read_joint_state_topic(path, topic)
     same = (np.abs(np.diff(states.t)) < REPEAT_TOLERANCE) & np.all(np.diff(states.position, axis=0) == 0, axis=1)

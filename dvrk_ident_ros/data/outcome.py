@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dvrk_ident_ros.player_phase import DATA_PHASES, MOTION_PHASES, PlayerPhase, phase_name
+from dvrk_ident_ros.arm.player_phase import DATA_PHASES, MOTION_PHASES, PlayerPhase, phase_name
 
 
 class PlayerRuns:

@@ -130,7 +130,7 @@ def load_grid(path: str | Path, arm: str | None = None) -> dict:
 
 def _grid_joints(arm: str) -> int:
     """The joints of a pose of ``arm``'s grid (its family's, a PSM's jaw included); 7 for an arm not known."""
-    from dvrk_ident_ros.arms import arm_spec
+    from dvrk_ident_ros.arm.registry import arm_spec
 
     try:
         return arm_spec(arm).dof

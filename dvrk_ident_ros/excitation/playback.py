@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import ArrayLike
 
+from dvrk_ident_ros.arm.player_phase import PlayerPhase
 from dvrk_ident_ros.errors import DataError, SafetyError
 from dvrk_ident_ros.excitation.fourier import FourierTrajectory, quintic
 from dvrk_ident_ros.model.arm_model import ArmModel
-from dvrk_ident_ros.player_phase import PlayerPhase
 from dvrk_ident_ros.safety import CommandChecker
 
 VERIFY_RATE = 1000.0  # Hz: plans are checked against the limits this densely before they start

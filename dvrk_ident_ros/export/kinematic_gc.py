@@ -65,7 +65,7 @@ def _tolerance(result, joints: int, max_residual: list[float] | None) -> tuple[n
 def kinematic_gc_export(params: str | Path, *, variant: str | None = None, seed: int = 0,
                         max_residual: list[float] | None = None) -> KinematicGcExport:
     """The console file for an identified parameter file (SDP: standard parameters) of a PSM or ECM."""
-    from dvrk_ident_ros.arms import arm_spec
+    from dvrk_ident_ros.arm.registry import arm_spec
     from dvrk_ident_ros.gc.console_gc import load_chain
     from dvrk_ident_ros.identify.pipeline import model_for
     from dvrk_ident_ros.identify.results import IdentificationResult

@@ -38,6 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
+from dvrk_ident_ros.arm.player_phase import PlayerPhase
 from dvrk_ident_ros.data.bags import (
     JointStates,
     arm_of_topic,
@@ -51,7 +52,6 @@ from dvrk_ident_ros.errors import DataError
 from dvrk_ident_ros.excitation.files import load_grid
 from dvrk_ident_ros.gc.data import EFFORTS, PoseData, robust_mean
 from dvrk_ident_ros.gc.travel import DEFAULT_TRAVEL, Recording
-from dvrk_ident_ros.player_phase import PlayerPhase
 
 
 def _player_status(path: Path, arm: str) -> list[tuple]:

@@ -15,7 +15,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from dvrk_ident_ros.arms import arm_spec
+from dvrk_ident_ros.arm.registry import arm_spec
 from dvrk_ident_ros.errors import DataError
 from dvrk_ident_ros.estimators import CompensationKind
 from dvrk_ident_ros.files import read_document

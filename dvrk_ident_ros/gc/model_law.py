@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dvrk_ident_ros.arms import ArmSpec
+from dvrk_ident_ros.arm.registry import ArmSpec
 from dvrk_ident_ros.errors import DataError
 from dvrk_ident_ros.estimators import compensation_kind
 from dvrk_ident_ros.model.arm_model import ArmModel

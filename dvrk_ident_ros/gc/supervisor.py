@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import NamedTuple
 
-from dvrk_ident_ros.arm_samples import repeats
+from dvrk_ident_ros.arm.samples import repeats
 from dvrk_ident_ros.errors import DvrkIdentError
 
 
@@ -102,7 +102,7 @@ class CompensationSupervisor:
 
     # -- samples ----------------------------------------------------------------------
     def repeats(self, stamp: float) -> bool:
-        """``stamp`` is the last sample's, give or take :data:`~dvrk_ident_ros.arm_samples.REPEAT_TOLERANCE`;
+        """``stamp`` is the last sample's, give or take :data:`~dvrk_ident_ros.arm.samples.REPEAT_TOLERANCE`;
         with the same positions too (the caller checks), the arm's control loop has stopped and the bridge
         publishes its last sample again (the CRTK bridge publishes on its own period whatever the arm last
         measured). Not a fresh sample: nothing is commanded from it and the watchdog is not re-armed, so a loop

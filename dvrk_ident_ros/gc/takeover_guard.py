@@ -20,7 +20,7 @@ from dvrk_ident_ros.errors import DataError
 MTM_GUARD_LIMIT = (0.1, 0.1, 0.1, 0.2, 0.2, 0.2, 0.3)
 #: per PSM joint (1-6; the insertion in m)
 PSM_GUARD_LIMIT = (0.1, 0.1, 0.01, 0.2, 0.2, 0.2)
-#: by arm family (arms.py); a family without limits here is not guarded
+#: by arm family (arm/registry.py); a family without limits here is not guarded
 GUARD_LIMITS = {"MTM": MTM_GUARD_LIMIT, "PSM": PSM_GUARD_LIMIT}
 #: the words of the node's reason when the guard stops it (the calibration job's hold test looks for them)
 GUARD_STOP = "away from where it rested"

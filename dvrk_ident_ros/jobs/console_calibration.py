@@ -28,7 +28,7 @@ from typing import Protocol
 
 import numpy as np
 
-from dvrk_ident_ros.arms import ArmSpec, arm_spec
+from dvrk_ident_ros.arm.registry import ArmSpec, arm_spec
 from dvrk_ident_ros.errors import CalibrationRefusedError, DataError, DvrkIdentError, StepFailedError
 from dvrk_ident_ros.files import resolve_package_file
 from dvrk_ident_ros.jobs.collection import DONE, FAILED, REFUSED, GridCollection, StagedJob

@@ -30,7 +30,7 @@ from typing import Protocol
 
 import numpy as np
 
-from dvrk_ident_ros.arms import arm_spec, canonical_arm
+from dvrk_ident_ros.arm.registry import arm_spec, canonical_arm
 from dvrk_ident_ros.errors import CalibrationRefusedError, DataError, DvrkIdentError, StepFailedError
 from dvrk_ident_ros.files import resolve_package_file
 from dvrk_ident_ros.gc.takeover_guard import GUARD_STOP

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dvrk_ident_ros.arms import arm_spec
+from dvrk_ident_ros.arm.registry import arm_spec
 from dvrk_ident_ros.errors import StepFailedError
 
 

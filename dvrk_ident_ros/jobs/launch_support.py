@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dvrk_ident_ros.arms import arm_spec, canonical_arm
+from dvrk_ident_ros.arm.registry import arm_spec, canonical_arm
 from dvrk_ident_ros.errors import DataError, DvrkIdentError, LaunchArgumentError, NodeFailedError
 from dvrk_ident_ros.files import resolve_package_file
 

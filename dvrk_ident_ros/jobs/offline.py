@@ -14,11 +14,11 @@ from pathlib import Path
 
 import numpy as np
 
+from dvrk_ident_ros.arm.state_rate import IDENTIFICATION_RATE, low_rate_advice, rate_from_stamps
 from dvrk_ident_ros.errors import DataError, SolverError
 from dvrk_ident_ros.estimators import GRAVITY, estimator
 from dvrk_ident_ros.gc.static_refit import MIN_HOLD, REST_TOLERANCE, SETTLE
 from dvrk_ident_ros.gc.travel import DEFAULT_TRAVEL
-from dvrk_ident_ros.state_rate import IDENTIFICATION_RATE, low_rate_advice, rate_from_stamps
 
 
 @dataclass
@@ -39,7 +39,7 @@ class JobOutcome:
 
 def low_rate_note(sources: Sequence[str | Path], times: Sequence[np.ndarray]) -> str:
     """A note for recordings sampled below IDENTIFICATION_RATE (the dVRK bridge's default 100 Hz): the efforts of
-    a PID tracking a fast stream alias there (state_rate.py; docs/lab-procedure.md); "" if none."""
+    a PID tracking a fast stream alias there (arm/state_rate.py; docs/lab-procedure.md); "" if none."""
     slow = []
     for source, t in zip(sources, times, strict=True):
         rate = rate_from_stamps(np.asarray(t))

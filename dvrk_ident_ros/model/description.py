@@ -17,7 +17,7 @@ import numpy as np
 import sympy
 from sympy.parsing.sympy_parser import parse_expr, standard_transformations
 
-from dvrk_ident_ros.arms import ARM_PATH_VARIABLE, arm_families, description_path
+from dvrk_ident_ros.arm.registry import ARM_PATH_VARIABLE, arm_families, description_path
 from dvrk_ident_ros.errors import DescriptionError
 from dvrk_ident_ros.files import read_document
 
@@ -25,7 +25,7 @@ _FUNCTIONS = {name: getattr(sympy, name) for name in ("sin", "cos", "tan", "sqrt
 _FUNCTIONS["pi"] = sympy.pi
 #: Top-level sections about driving the arm, not about its model: left out of ``content_hash``, so that
 #: changing them keeps identification results, simulator parameters and the model cache valid. ``dvrk``:
-#: the arm registry's section (dvrk_ident_ros/arms.py).
+#: the arm registry's section (dvrk_ident_ros/arm/registry.py).
 OPERATIONAL_SECTIONS = ("tracking_error", "dvrk")
 
 
@@ -153,7 +153,7 @@ def config_directory() -> Path:
 
 def resolve_arm(arm_or_path: str | Path) -> Path:
     """Map an arm, family or model name of the arm registry (mtm, mtml, psm2, psm_simplified, ...; see
-    :mod:`dvrk_ident_ros.arms`) or a YAML path to a description file."""
+    :mod:`dvrk_ident_ros.arm.registry`) or a YAML path to a description file."""
     text = str(arm_or_path)
     if text.endswith((".yaml", ".yml")) or "/" in text:
         return Path(text)

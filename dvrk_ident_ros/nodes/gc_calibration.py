@@ -18,7 +18,8 @@ from rcl_interfaces.msg import ParameterType, ParameterValue
 from rcl_interfaces.srv import GetParameters, SetParameters
 from rclpy.signals import SignalHandlerOptions
 
-from dvrk_ident_ros.arms import arm_spec, canonical_arm
+from dvrk_ident_ros.arm.player_phase import PlayerPhase
+from dvrk_ident_ros.arm.registry import arm_spec, canonical_arm
 from dvrk_ident_ros.errors import CalibrationRefusedError, DvrkIdentError, StepFailedError
 from dvrk_ident_ros.jobs.collection import REFUSED
 from dvrk_ident_ros.jobs.console_calibration import (
@@ -30,7 +31,6 @@ from dvrk_ident_ros.jobs.gc_calibration import Calibration, settings_from_parame
 from dvrk_ident_ros.jobs.launcher import ros_environment, wait_for
 from dvrk_ident_ros.node_help import node_help, wants_help
 from dvrk_ident_ros.parameters.gc_calibration import SCHEMA
-from dvrk_ident_ros.player_phase import PlayerPhase
 from dvrk_ident_ros.ros.clients import ArmClient
 from dvrk_ident_ros.ros.messages import crtk_messages
 from dvrk_ident_ros.ros.parameters import declare_parameters

@@ -15,7 +15,7 @@ is turned off: the arm keeps its holding torque and is handed to the model's
 (from 0 N m the simulated MTM's tip fell 0.4 m on average over a 1 s ramp-in;
 5 mm from its own effort). Without a fresh setpoint_js: from 0 N m.
 
-The arm's state (docs/lab-procedure.md; :mod:`dvrk_ident_ros.arm_state`):
+The arm's state (docs/lab-procedure.md; :mod:`dvrk_ident_ros.arm.state`):
 
 - Nothing is sent (no ``servo_jf``, no ``use_gravity_compensation``) until the
   arm is ENABLED, homed and not busy (``/<ARM>/operating_state``; the node
@@ -94,8 +94,8 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool, Empty
 
 from dvrk_ident.msg import GravityCompensationDiagnostics
-from dvrk_ident_ros.arm_state import OperatingStatus, stamp_is_valid
-from dvrk_ident_ros.arms import arm_spec
+from dvrk_ident_ros.arm.registry import arm_spec
+from dvrk_ident_ros.arm.state import OperatingStatus, stamp_is_valid
 from dvrk_ident_ros.gc.compensation import load_compensation
 from dvrk_ident_ros.gc.fit_check import fit_check_for
 from dvrk_ident_ros.gc.health import STATE_NAMES, compensation_health

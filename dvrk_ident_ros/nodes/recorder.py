@@ -48,8 +48,8 @@ from rclpy.node import Node
 from sensor_msgs.msg import JointState
 
 from dvrk_ident.msg import PlayerStatus, RecorderStatus
-from dvrk_ident_ros.arm_state import OperatingStatus
-from dvrk_ident_ros.arms import arm_spec, player_status_topic, recorder_status_topic
+from dvrk_ident_ros.arm.registry import arm_spec, player_status_topic, recorder_status_topic
+from dvrk_ident_ros.arm.state import OperatingStatus
 from dvrk_ident_ros.data.interfaces import JOINT_STATE, OPERATING_STATE, PLAYER_STATUS, typestore
 from dvrk_ident_ros.data.outcome import Outcome, PlayerRuns, recording_outcome
 from dvrk_ident_ros.data.recording import BagWriter, OfferedQos, duration_from_ns

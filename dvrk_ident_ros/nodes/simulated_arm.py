@@ -81,8 +81,8 @@ from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState, Joy
 from std_msgs.msg import Bool, Empty, Float64
 
-from dvrk_ident_ros.arm_state import OperatingStatus, stamp_is_valid
-from dvrk_ident_ros.arms import arm_spec
+from dvrk_ident_ros.arm.registry import arm_spec
+from dvrk_ident_ros.arm.state import OperatingStatus, stamp_is_valid
 from dvrk_ident_ros.errors import ArmNotReadyError, DvrkIdentError
 from dvrk_ident_ros.gc.console_gc import load_chain
 from dvrk_ident_ros.nodes.sim_cartesian import CartesianCommands, CartesianTopics, crtk_services

@@ -34,9 +34,9 @@ state with the setpoint the arm had been sent at the state's stamp. The final
 log line gives the stream's interval median and p99, missed periods, stalls
 and time held. Early in the stream the player warns once when the arm's state
 arrives below 150 Hz by its stamps (the bridge's default 100 Hz: the recorded
-efforts alias; :mod:`dvrk_ident_ros.state_rate`).
+efforts alias; :mod:`dvrk_ident_ros.arm.state_rate`).
 
-The arm (docs/lab-procedure.md; :mod:`dvrk_ident_ros.arm_state`):
+The arm (docs/lab-procedure.md; :mod:`dvrk_ident_ros.arm.state`):
 nothing is commanded until ``/<ARM>/operating_state`` says ENABLED,
 homed and not busy (the player refuses to start where crtk_msgs is absent:
 valid stamps alone do not tell a ready arm), the player says once what it
@@ -70,9 +70,11 @@ from std_msgs.msg import Bool
 
 from dvrk_ident.action import PlayTrajectory
 from dvrk_ident.msg import PlayerStatus, RecorderStatus
-from dvrk_ident_ros.arm_samples import ArmSamples, SampleKind
-from dvrk_ident_ros.arm_state import CrtkState, OperatingStatus
-from dvrk_ident_ros.arms import arm_spec, player_status_topic, recorder_status_topic
+from dvrk_ident_ros.arm.player_phase import PlayerPhase
+from dvrk_ident_ros.arm.registry import arm_spec, player_status_topic, recorder_status_topic
+from dvrk_ident_ros.arm.samples import ArmSamples, SampleKind
+from dvrk_ident_ros.arm.state import CrtkState, OperatingStatus
+from dvrk_ident_ros.arm.state_rate import IDENTIFICATION_RATE, low_rate_advice
 from dvrk_ident_ros.errors import DataError, DvrkIdentError, SafetyError
 from dvrk_ident_ros.excitation import playback
 from dvrk_ident_ros.excitation.files import GRID_FORMAT, load_grid, load_trajectory
@@ -82,14 +84,12 @@ from dvrk_ident_ros.files import read_document, resolve_package_file
 from dvrk_ident_ros.model.arm_model import load_model
 from dvrk_ident_ros.parameters.settings import TrajectoryPlayerSettings
 from dvrk_ident_ros.parameters.trajectory_player import SCHEMA as PARAMETERS
-from dvrk_ident_ros.player_phase import PlayerPhase
 from dvrk_ident_ros.ros.arm_monitor import ArmStateMonitor
 from dvrk_ident_ros.ros.messages import check_arm_name, fill_joint_state
 from dvrk_ident_ros.ros.parameters import declare_parameters
 from dvrk_ident_ros.ros.process import run, shutdown_requested
 from dvrk_ident_ros.ros.qos import EVENT_QOS, STATE_QOS, STATUS_QOS
 from dvrk_ident_ros.safety import CommandChecker
-from dvrk_ident_ros.state_rate import IDENTIFICATION_RATE, low_rate_advice
 
 Result = PlayTrajectory.Result
 TRACKING_CHECK_EVERY = 4  # ticks: the tracking error is checked at a quarter of the stream rate
@@ -560,7 +560,7 @@ class TrajectoryPlayerNode(Node):
 
     def _check_stream(self, s: Session) -> None:
         """Say when the stream stalled (throttled), and once: when the arm's state arrives too slowly for an
-        identification recording (state_rate.py), or the stream runs far slower than stream_rate."""
+        identification recording (arm/state_rate.py), or the stream runs far slower than stream_rate."""
         clock = s.stream_clock
         if clock.stalled:
             self.get_logger().warning(

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from rclpy.node import Node
 
-from dvrk_ident_ros.arm_state import OperatingStatus
+from dvrk_ident_ros.arm.state import OperatingStatus
 from dvrk_ident_ros.errors import DvrkIdentError
 from dvrk_ident_ros.ros.messages import crtk_messages
 from dvrk_ident_ros.ros.qos import EVENT_QOS
@@ -19,7 +19,7 @@ READY_SETTLE = 0.3
 
 
 class ArmStateMonitor:
-    """The arm's ``/<ARM>/operating_state`` as an :class:`~dvrk_ident_ros.arm_state.OperatingStatus`.
+    """The arm's ``/<ARM>/operating_state`` as an :class:`~dvrk_ident_ros.arm.state.OperatingStatus`.
 
     ``status`` is None until the first message (transient_local: the dVRK's last one arrives at once).
     Where crtk_msgs is absent, ``available`` is False and nothing is subscribed: a node that only reads

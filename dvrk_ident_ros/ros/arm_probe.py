@@ -1,5 +1,5 @@
 """Listen to a live arm for a few seconds and report (``dvrk-ident arm-check``): subscriptions only (the node has no
-publisher on any of the arm's topics), so nothing can reach the arm. The report is :mod:`dvrk_ident_ros.arm_check`'s."""
+publisher on any of the arm's topics), so nothing can reach the arm. The report is :mod:`dvrk_ident_ros.arm.check`'s."""
 from __future__ import annotations
 
 import time
@@ -8,8 +8,8 @@ import rclpy
 from rclpy.executors import SingleThreadedExecutor
 from sensor_msgs.msg import JointState
 
-from dvrk_ident_ros.arm_check import ArmObservation, ArmReport
-from dvrk_ident_ros.arm_state import OperatingStatus
+from dvrk_ident_ros.arm.check import ArmObservation, ArmReport
+from dvrk_ident_ros.arm.state import OperatingStatus
 from dvrk_ident_ros.ros.messages import crtk_messages
 from dvrk_ident_ros.ros.qos import CONTROL_STATE_QOS, EVENT_QOS
 

@@ -17,8 +17,8 @@ from std_msgs.msg import Bool
 
 from dvrk_ident.msg import PlayerStatus
 from dvrk_ident.srv import Identify
-from dvrk_ident_ros.arm_samples import ArmSamples, SampleKind
-from dvrk_ident_ros.arms import arm_spec, canonical_arm, player_status_topic
+from dvrk_ident_ros.arm.registry import arm_spec, canonical_arm, player_status_topic
+from dvrk_ident_ros.arm.samples import ArmSamples, SampleKind
 from dvrk_ident_ros.data.interfaces import stamp_seconds
 from dvrk_ident_ros.errors import DvrkIdentError
 from dvrk_ident_ros.ros.arm_monitor import ArmStateMonitor

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from dvrk_ident_ros.arms import canonical_arm
+from dvrk_ident_ros.arm.registry import canonical_arm
 
 
 def check_arm_name(arm: str) -> str:

@@ -56,7 +56,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dvrk_ident_ros.arm_state import OperatingStatus
+from dvrk_ident_ros.arm.state import OperatingStatus
 from dvrk_ident_ros.errors import ArmNotReadyError, DvrkIdentError, SafetyError
 from dvrk_ident_ros.gc.console_gc import ConsoleChain, mounting_pitch_of
 from dvrk_ident_ros.model.compiled import load_compiled

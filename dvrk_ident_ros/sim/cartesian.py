@@ -217,7 +217,7 @@ class OrientationLock:
 def arm_cartesian(name: str, model=None) -> ArmCartesian:
     """The Cartesian side of the registry's arm or family ``name`` (its kinematic joints, its jaw closed), on the
     console's own chain where the arm has one (``console_kinematics``)."""
-    from dvrk_ident_ros.arms import arm_spec
+    from dvrk_ident_ros.arm.registry import arm_spec
     from dvrk_ident_ros.model.arm_model import load_model
     from dvrk_ident_ros.model.console_kinematics import load_kinematics
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dvrk_ident_ros.arms import ArmSpec, arm_spec
+from dvrk_ident_ros.arm.registry import ArmSpec, arm_spec
 from dvrk_ident_ros.errors import DescriptionError
 from dvrk_ident_ros.files import read_document
 from dvrk_ident_ros.model.arm_model import ArmModel, load_model

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from enum import Enum
 
-from dvrk_ident_ros.arm_state import STATE_COMMANDS, CrtkState, OperatingStatus
+from dvrk_ident_ros.arm.state import STATE_COMMANDS, CrtkState, OperatingStatus
 from dvrk_ident_ros.errors import DvrkIdentError
 
 #: ``initial_state`` values: the three crtk states a console can be found in, and HOMED (ENABLED, homed, idle).

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dvrk_ident_ros.player_phase import PlayerPhase
+from dvrk_ident_ros.arm.player_phase import PlayerPhase
 
 
 def header(x: float):

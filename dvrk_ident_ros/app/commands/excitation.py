@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from dvrk_ident_ros import __version__
-from dvrk_ident_ros.arms import arm_spec
+from dvrk_ident_ros.arm.registry import arm_spec
 from dvrk_ident_ros.errors import DvrkIdentError, SolverError
 from dvrk_ident_ros.excitation import holds
 from dvrk_ident_ros.excitation.files import load_trajectory, save_grid, save_trajectory

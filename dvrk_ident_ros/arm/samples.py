@@ -21,9 +21,9 @@ from enum import Enum
 
 import numpy as np
 
-from dvrk_ident_ros.arm_state import stamp_is_valid
-from dvrk_ident_ros.arms import ArmSpec
-from dvrk_ident_ros.state_rate import StampRate
+from dvrk_ident_ros.arm.registry import ArmSpec
+from dvrk_ident_ros.arm.state import stamp_is_valid
+from dvrk_ident_ros.arm.state_rate import StampRate
 
 #: s: a valid sample stamped within this of the last fresh sample, with the same positions, is that sample again
 #: (both hold for a republished sample; a publisher of its own bursting new samples microseconds apart passes the

@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dvrk_ident_ros.arm_samples import ArmSamples, SampleKind
-from dvrk_ident_ros.arm_state import OperatingStatus, stamp_is_valid
-from dvrk_ident_ros.arms import arm_spec, canonical_arm
-from dvrk_ident_ros.state_rate import rate_from_stamps
+from dvrk_ident_ros.arm.registry import arm_spec, canonical_arm
+from dvrk_ident_ros.arm.samples import ArmSamples, SampleKind
+from dvrk_ident_ros.arm.state import OperatingStatus, stamp_is_valid
+from dvrk_ident_ros.arm.state_rate import rate_from_stamps
 
 #: Hz: a state rate below this is reported (the bridge's default is 100 Hz, ``dvrk_system -p 0.01``)
 LOW_RATE = 50.0
