@@ -177,10 +177,12 @@ def test_a_models_refit_to_holds_narrows_its_band_to_the_friction_the_holds_show
     expected = np.minimum(half, HOLD_SIGMAS * np.array(residual[:6]))
     assert np.allclose(np.array(high) - torque, expected) and np.allclose(torque - np.array(low), expected)
     assert expected[0] < half[0] and expected[1] == half[1]
-    document["gravity_refit"] = {"residual_rms_after": [0.1] * 3}
-    path.write_text(json.dumps(document))
-    with pytest.raises(DataError, match="residual_rms_after"):
-        load_model_compensation(path, arm_spec("PSM1"))
+    for bad in ({"residual_rms_after": [0.1] * 3}, {"residual_rms_after": ["a"] * 7},
+                {"residual_rms_after": [[0.1], [0.1, 0.2]]}, "not a record"):
+        document["gravity_refit"] = bad
+        path.write_text(json.dumps(document))
+        with pytest.raises(DataError, match="residual_rms_after"):
+            load_model_compensation(path, arm_spec("PSM1"))
 
 
 def test_a_gc_file_s_own_fit_residual_widens_its_tolerance_never_narrows_it(tmp_path):
@@ -203,7 +205,13 @@ def test_a_gc_file_s_own_fit_residual_widens_its_tolerance_never_narrows_it(tmp_
     params.fit_residual = None
     assert FitCheck(CompensationLaw(load_gc(params.save(tmp_path / "plain.json")))).tolerance == MTM_TOLERANCE
     document = json.loads((tmp_path / "gc-MTML-1.json").read_text())
-    document["lse"]["fit_residual_rms"] = [0.1, -1.0]
+    for bad in ([0.1, -1.0], ["x"] * 7, [[0.1], [0.1, 0.2]]):
+        document["lse"]["fit_residual_rms"] = bad
+        (tmp_path / "bad.json").write_text(json.dumps(document))
+        with pytest.raises(DataError, match="fit_residual_rms"):
+            load_gc(tmp_path / "bad.json")
+    document["lse"].pop("fit_residual_rms")
+    document["GC_controller"]["gc_dynamic_params_pos"] = ["x"] * 40  # a DataError, not a ValueError
     (tmp_path / "bad.json").write_text(json.dumps(document))
-    with pytest.raises(DataError, match="fit_residual_rms"):
+    with pytest.raises(DataError, match="gc_dynamic_params_pos: expected 40 finite numbers"):
         load_gc(tmp_path / "bad.json")

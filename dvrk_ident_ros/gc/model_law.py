@@ -91,9 +91,13 @@ def load_model_compensation(path: Path, arm: ArmSpec, torque_limit: np.ndarray |
         raise DataError(f"{path}: standard parameters missing: {', '.join(missing[:5])}"
                         + (f" and {len(missing) - 5} more" if len(missing) > 5 else ""))
     delta = np.array([float(result.standard[name]) for name in model.parameter_names])
-    residual = (result.gravity_refit or {}).get("residual_rms_after")
+    record = result.gravity_refit or {}
+    residual = record.get("residual_rms_after") if isinstance(record, dict) else record
     if residual is not None:
-        residual = np.asarray(residual, dtype=float)
+        try:
+            residual = np.asarray(residual, dtype=float)
+        except (TypeError, ValueError):
+            residual = np.full(0, np.nan)
         if residual.shape != (model.dof,) or not np.all(np.isfinite(residual)) or np.any(residual < 0):
             raise DataError(f"{path}: gravity_refit.residual_rms_after: expected {model.dof} numbers >= 0")
     return ModelCompensation(model, delta, torque_limit, str(path), residual)

@@ -85,7 +85,10 @@ class GcParameters:
 def _vector(controller: dict, key: str, n: int, path: Path) -> np.ndarray:
     if key not in controller:
         raise DataError(f"{path}: GC_controller.{key}: missing field")
-    v = np.asarray(controller[key], dtype=float)
+    try:
+        v = np.asarray(controller[key], dtype=float)
+    except (TypeError, ValueError):
+        v = np.full(0, np.nan)
     if v.shape != (n,) or not np.all(np.isfinite(v)):
         raise DataError(f"{path}: GC_controller.{key}: expected {n} finite numbers")
     return v
@@ -128,7 +131,10 @@ def load_gc(path: str | Path) -> GcParameters:
     lse = raw.get("lse") or {}
     params.fit_methods = {i: str((lse.get(f"joint{i}") or {}).get("fit_method", "4POL")) for i in range(1, 7)}
     if "fit_residual_rms" in lse:
-        residual = np.asarray(lse["fit_residual_rms"], dtype=float)
+        try:
+            residual = np.asarray(lse["fit_residual_rms"], dtype=float)
+        except (TypeError, ValueError):
+            residual = np.full(0, np.nan)
         if residual.shape != (7,) or not np.all(np.isfinite(residual)) or np.any(residual < 0):
             raise DataError(f"{path}: lse.fit_residual_rms: expected 7 numbers >= 0 (N m)")
         params.fit_residual = residual
