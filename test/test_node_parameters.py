@@ -11,7 +11,7 @@ import yaml
 from conftest import REPO_ROOT
 from helpers.processes import running
 
-from dvrk_ident_ros.errors import ParameterValueError
+from dvrk_ident_ros.errors import DvrkIdentError, ParameterValueError
 from dvrk_ident_ros.parameters import SCHEMAS, Kind, NodeSchema, Parameter
 
 CONFIG = REPO_ROOT / "config"
@@ -154,13 +154,27 @@ def test_the_reference_check_sees_a_stale_page(tmp_path, monkeypatch, capsys):
 
 
 def test_schema_defaults_are_the_cores():
-    from dvrk_ident_ros.gc.supervisor import SupervisorSettings
+    from dvrk_ident_ros.gc.supervisor import SETTING_BOUNDS, SupervisorSettings
     from dvrk_ident_ros.sim.arm import FAULT_TRACKING_ERROR
 
     gc, defaults = SCHEMAS["gravity_compensation"], SupervisorSettings()
     for name in ("ramp_in_time", "fade_out_time", "stale_periods", "handover_after", "resume_after"):
         assert gc[name].default == getattr(defaults, name), name
     assert SCHEMAS["simulated_arm"]["fault_tracking_error"].default == FAULT_TRACKING_ERROR
+    # the schema refuses exactly what the supervisor refuses, at and around each bound
+    for name, (bound, _, _) in SETTING_BOUNDS.items():
+        for value in (bound - 1e-9, bound, bound + 1e-9, bound + 5.0):
+            try:
+                gc[name].check(value)
+                schema_accepts = True
+            except ParameterValueError:
+                schema_accepts = False
+            try:
+                SupervisorSettings(**{name: value})
+                core_accepts = True
+            except DvrkIdentError:
+                core_accepts = False
+            assert schema_accepts == core_accepts, (name, value, schema_accepts, core_accepts)
 
 
 # -- on a running node: the parameter services that ros2 param describe / set call --------------------------------

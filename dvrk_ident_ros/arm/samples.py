@@ -139,3 +139,29 @@ class ArmSamples:
     def repeated_reason(self) -> str:
         return (f"/{self.arm}/measured_js repeats one stamp: the arm's control loop is not advancing (the bridge "
                 "republishes its last sample)")
+
+
+def read_sample(position: Sequence[float], velocity: Sequence[float], n: int, q: list[float],
+                qd: list[float]) -> str:
+    """Copy a sample's ``position`` and ``velocity`` (``n`` joints) into the first ``n`` values of ``q`` and
+    ``qd`` (no allocation); no velocity reads as the arm at rest. "" when the sample can be commanded from,
+    else why not (a wrong number of values, a NaN)."""
+    if len(position) != n:
+        return f"{len(position)} positions, expected {n}"
+    if len(velocity) not in (0, n):
+        return f"{len(velocity)} velocities, expected {n}"
+    for i in range(n):
+        x = position[i]
+        if not math.isfinite(x):
+            return f"position[{i}] is {x}"
+        q[i] = x
+    if len(velocity):
+        for i in range(n):
+            v = velocity[i]
+            if not math.isfinite(v):
+                return f"velocity[{i}] is {v}"
+            qd[i] = v
+    else:
+        for i in range(n):
+            qd[i] = 0.0
+    return ""

@@ -51,22 +51,38 @@ class CompensationState(IntEnum):
 MIN_WAIT = 0.0005
 
 
-@dataclass
+#: each setting's lower bound, whether the bound itself is excluded, and what is expected: the node's parameter
+#: schema (parameters/gravity_compensation.py) states its checks from here
+SETTING_BOUNDS: dict[str, tuple[float, bool, str]] = {
+    "ramp_in_time": (0.0, False, ">= 0 s"),
+    "fade_out_time": (0.0, False, ">= 0 s"),
+    "stale_periods": (1.0, True, "more than 1 period"),  # stale after stale_periods - 1 periods: 1 is always
+    "handover_after": (0.0, False, ">= 0 s"),
+    "resume_after": (0.0, False, ">= 0 s"),
+}
+
+
+@dataclass(frozen=True)
 class SupervisorSettings:
+    """The supervisor's timings; their defaults are the gravity_compensation node's parameters' defaults."""
+
     ramp_in_time: float = 1.0  # s
     fade_out_time: float = 0.5  # s
-    stale_periods: float = 10.0  # a sample is late after stale_periods - 1 nominal periods (90 ms at 100 Hz)
+    stale_periods: float = 10.0  # a sample is late after stale_periods - 1 nominal periods
     handover_after: float = 1.0  # s stale (and faded to zero) before the arm is handed back
     resume_after: float = 1.0  # s of fresh state before the node takes the arm again after a hand-over
     min_period: float = 0.001  # s: the period estimate never goes below (1 kHz)
 
     def __post_init__(self) -> None:
-        for name in ("ramp_in_time", "fade_out_time", "handover_after", "resume_after"):
+        for name, (bound, exclusive, expect) in SETTING_BOUNDS.items():
             value = getattr(self, name)
-            if not value >= 0.0:
-                raise DvrkIdentError(f"{name} {value}: expected >= 0 s")
-        if not self.stale_periods > 1.0:  # stale after stale_periods - 1 periods: at most 1 would be always
-            raise DvrkIdentError(f"stale_periods {self.stale_periods}: expected more than 1 period")
+            if not (value > bound if exclusive else value >= bound):
+                raise DvrkIdentError(f"{name} {value}: expected {expect}")
+
+    def describe(self) -> str:
+        return (f"ramp-in {self.ramp_in_time:g} s, watchdog {self.stale_periods:g} periods, fade-out "
+                f"{self.fade_out_time:g} s, hand-over after {self.handover_after:g} s stale, resume after "
+                f"{self.resume_after:g} s fresh")
 
 
 class Tick(NamedTuple):

@@ -12,6 +12,9 @@ while it does not command (docs/lab-procedure.md). The checks, each with the rea
 6. After a hand-over: fresh state for ``resume_after`` (the supervisor's hysteresis).
 7. The take-over: the arm's own effort is recorded (the ramp-in's start), the flag is owned, "off" is sent.
 8. The node commands once a reading says off (readable arms); "off" is repeated every ``REPEAT_OFF_EVERY``.
+
+:meth:`TakeOverGate.hand_over` is the way back: the flag as found, and ``/<ARM>/hold`` where nothing else would
+carry the arm (:class:`HandOver`).
 """
 from __future__ import annotations
 
@@ -43,6 +46,16 @@ class Decision:
     take_over: bool = False
     send_off: bool = False
     warn: str = ""
+
+
+@dataclass(frozen=True)
+class HandOver:
+    """What the node publishes when it hands the arm back: ``flag`` on ``use_gravity_compensation`` (None:
+    nothing), ``hold`` on ``/<ARM>/hold``; ``said``: what became of the flag and the arm, for the log."""
+
+    flag: bool | None
+    hold: bool
+    said: str
 
 
 class TakeOverGate:
@@ -126,6 +139,39 @@ class TakeOverGate:
                         + ("" if self.disable_builtin else " (disable_builtin is false: turn it off from the console)"))
             return Decision(warn=warn, wait=wait, take_over=take_over, send_off=send_off)
         return Decision(start=True, warn=warn, take_over=take_over, send_off=send_off)
+
+    def start_message(self, from_effort: bool, again: bool = False) -> str:
+        """The log line of a take-over's first command (``from_effort``: the ramp-in starts from the arm's own
+        effort; ``again``: not the node's first)."""
+        found = {None: "unknown", True: "on", False: "off"}[self.builtin.found]
+        start = "the arm's own effort (setpoint_js)" if from_effort else "0 N m (no fresh setpoint_js of the arm)"
+        return (f"compensating {self.arm}: ramp-in over {self.supervisor.settings.ramp_in_time:g} s from {start} "
+                f"(the dVRK's own compensation was {found} before this node took over)"
+                + ("; again after a stop" if again else ""))
+
+    def hand_over(self, now: float, *, count: bool = True, hold: bool = False) -> HandOver:
+        """Give the flag back as found (``count``: a hand-over while running, not the exit's). ``hold`` (the
+        exit, an outage, with the arm ready; never a not-ready arm): where the node had taken the arm and the
+        dVRK's own compensation does not carry it now (dVRK 2.3's default off, or a state the node cannot
+        read), ``/<ARM>/hold`` too: the arm's own PID holds it where it is instead of leaving it in effort mode
+        at 0 N m, where an MTM falls."""
+        builtin = self.builtin
+        owned, reading = builtin.owned, builtin.reading
+        value = builtin.hand_over()
+        if owned:
+            self.supervisor.release(count)
+        self.not_ready()  # the wait for a fresh reading starts again with the next sample
+        if value is None:
+            said = "the dVRK's own compensation left as it is"
+        else:
+            if self.disable_builtin:
+                self.flag_published(now)
+            said = f"the dVRK's own compensation back {'on' if value else 'off'} as found"
+        carried = (value if self.disable_builtin else reading) is True
+        send_hold = hold and owned and not carried
+        if send_hold:
+            said += f"; /{self.arm}/hold sent: the arm's own PID holds it where it is (not left at 0 N m)"
+        return HandOver(value if self.disable_builtin else None, send_hold, said)
 
     def _send_off(self, now: float) -> bool:
         """Whether the node publishes "off" now (only when it turns the dVRK's own compensation off)."""

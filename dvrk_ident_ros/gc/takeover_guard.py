@@ -83,3 +83,11 @@ class TakeoverGuard:
     def displacement(self, q: Sequence[float], joint: int) -> float:
         """How far ``joint`` is from the take-over pose (rad)."""
         return float(q[joint]) - self._start[joint]
+
+    def reason(self, arm: str, q: Sequence[float], joint: int, names: Sequence[str] = ()) -> str:
+        """Why the guard stopped the compensation of ``arm`` on ``joint`` at ``q`` (GUARD_STOP in it)."""
+        name = names[joint] if joint < len(names) else f"joint {joint + 1}"
+        return (f"the file pulled {arm} {GUARD_STOP}: {name} moved {self.displacement(q, joint):+.3f} rad within "
+                f"{self.window:g} s of the take-over (limit {self.limit[joint]:g} rad). Is it this arm's file "
+                "(ARM_NAME and SN), made since its last repair? (If you moved the arm, start again with it at "
+                "rest.)")

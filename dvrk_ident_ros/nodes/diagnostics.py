@@ -51,6 +51,27 @@ class DiagnosticsPublisher:
         return status
 
 
+def fill_compensation_diagnostics(msg, stamp, law, supervisor, joints: int, compute_time: float):
+    """``msg`` (GravityCompensationDiagnostics) filled with the law's last torques (``joints`` of them) and the
+    supervisor's state, stamped ``stamp``; returned."""
+    sup, n = supervisor, joints
+    msg.header.stamp = stamp
+    msg.gravity_torque = law.gravity[:n]
+    msg.disturbance_torque = law.disturbance[:n]
+    msg.blend_weight = law.alpha[:n]
+    msg.total_torque = law.total[:n]
+    msg.saturated = law.saturated[:n]
+    msg.state = sup.state
+    msg.ramp_scale = sup.scale
+    msg.stale_events = sup.stale_events
+    msg.late_samples = sup.late_samples
+    msg.handovers = sup.handovers
+    msg.max_gap = sup.max_gap
+    msg.period = sup.period
+    msg.compute_time = compute_time
+    return msg
+
+
 class Throttle:
     """At most one report per ``every`` s for each kind of event; counts the ones held back (ROS-free)."""
 

@@ -7,27 +7,31 @@ The arm, the model file and the supervisor's timings are fixed once the node has
 """
 from __future__ import annotations
 
+from dvrk_ident_ros.gc.supervisor import SETTING_BOUNDS, SupervisorSettings
 from dvrk_ident_ros.gc.travel import DEFAULT_TRAVEL
 from dvrk_ident_ros.parameters.schema import Kind, NodeSchema, Parameter
+
+
+def _timing(name: str, description: str, unit: str = "s") -> Parameter:
+    """One of the supervisor's settings: its default and its check are the supervisor's own."""
+    bound, exclusive, expect = SETTING_BOUNDS[name]
+    return Parameter(name, Kind.DOUBLE, getattr(SupervisorSettings, name), description, unit=unit, minimum=bound,
+                     exclusive_minimum=exclusive, expect=expect if exclusive else "")
+
 
 SCHEMA = NodeSchema("gravity_compensation", (
     Parameter("arm", Kind.STRING, "MTML", "dVRK arm name, any case: MTML or MTMR (a PSM with an identified model)"),
     Parameter("parameter_file", Kind.STRING, "",
               "Model parameters: a dVRK gc-<ARM>-<serial>.json or an identified-model JSON; required"),
-    Parameter("stale_periods", Kind.DOUBLE, 10.0,
-              "Watchdog, in nominal measured_js periods: a sample is late after stale_periods - 1 periods",
-              minimum=1.0, exclusive_minimum=True, expect="more than 1 period"),
-    Parameter("handover_after", Kind.DOUBLE, 1.0,
-              "A state stale this long (and faded to 0 N m) hands the arm back to the dVRK's own compensation",
-              unit="s", minimum=0.0),
-    Parameter("resume_after", Kind.DOUBLE, 1.0,
-              "After a hand-over the arm is taken again once the state has been fresh and ready this long",
-              unit="s", minimum=0.0),
-    Parameter("ramp_in_time", Kind.DOUBLE, 1.0,
-              "Time over which the torque is ramped in, from the arm's own effort (setpoint_js) at a take-over",
-              unit="s", minimum=0.0),
-    Parameter("fade_out_time", Kind.DOUBLE, 0.5,
-              "Time over which the torque is faded out to zero (stale state, exit)", unit="s", minimum=0.0),
+    _timing("stale_periods", "Watchdog, in nominal measured_js periods: a sample is late after stale_periods - 1 "
+            "periods", unit=""),
+    _timing("handover_after", "A state stale this long (and faded to 0 N m) hands the arm back to the dVRK's own "
+            "compensation"),
+    _timing("resume_after", "After a hand-over the arm is taken again once the state has been fresh and ready this "
+            "long"),
+    _timing("ramp_in_time", "Time over which the torque is ramped in, from the arm's own effort (setpoint_js) at a "
+            "take-over"),
+    _timing("fade_out_time", "Time over which the torque is faded out to zero (stale state, exit)"),
     Parameter("torque_limit_scale", Kind.DOUBLE, 1.0,
               "Scale of the per-joint torque limits (the gc file's, or the arm's for an identified model); at "
               "run time: the clamp of the next command", minimum=0.0, maximum=1.0, exclusive_minimum=True,

@@ -43,6 +43,20 @@ def guarded(node: Node, what: str, callback: Callable, every: float = 1.0) -> Ca
     return wrapper
 
 
+def spin_until(node: Node, done: Callable[[], bool], deadline: float, *, step: Callable[[], None],
+               period: float) -> None:
+    """Spin ``node``'s executor until ``done()`` or the monotonic ``deadline`` (s), or the context ends; a node
+    not spun by an executor (closed by hand) calls ``step`` every ``period`` s instead (its timer's work)."""
+    executor = node.executor
+    while not done() and node.context.ok():
+        now = time.monotonic()
+        if now >= deadline:
+            return
+        if executor is not None:
+            executor.spin_once(timeout_sec=min(0.05, deadline - now))
+        else:
+            time.sleep(min(period, deadline - now))
+            step()
 
 
 _shutdown = threading.Event()
