@@ -102,7 +102,7 @@ def collection_time(arm: SimulatedArm, playback: GridPlayback, rate: float = 100
     q = arm.home.copy()
     total = 0.0
     for pose in playback.poses:
-        total += max(0.1, arm._move_duration(q, pose.q)) + playback.settle_time + playback.samples_per_pose / rate
+        total += max(0.1, arm.moves.duration(q, pose.q)) + playback.settle_time + playback.samples_per_pose / rate
         q = pose.q
     return total
 
