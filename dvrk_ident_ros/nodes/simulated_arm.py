@@ -1,71 +1,13 @@
-"""Node ``simulated_arm``: one dVRK arm (MTML, MTMR, PSM1..3) on the dVRK ROS 2 topics.
+"""Node ``simulated_arm``: one dVRK arm (MTML, MTMR, PSM1..3, ...) on the dVRK ROS 2 topics.
 
-State: ``/<ARM>/operating_state`` (crtk_msgs/OperatingState, transient_local:
-at start and on every change), ``/<ARM>/goal_reached`` (std_msgs/Bool,
-transient_local: true when a move_jp ended, false when it was cut short),
-``/<ARM>/measured_js`` and ``setpoint_js`` (plus ``jaw/...`` for a PSM,
-``gripper/measured_js`` for an MTM) and ``/<ARM>/gravity_compensation/setpoint_js``
-(the built-in compensation's torques in ``effort``, zeros while it is off);
-as the bridge does, a joint state topic is published only while someone
-subscribes to it. While the arm is not ENABLED and homed (``initial_state``, default DISABLED
-like a freshly started console) the joint states are all zeros with
-``header.stamp`` 0, the bridge's mark of invalid data. An MTM says homed,
-busy, during its homing move, its data valid (as the dVRK's MTM does).
-
-Commands: ``/<ARM>/state_command`` (crtk_msgs/StringStamped: enable, disable,
-home, unhome, pause, resume); ``servo_jp``, ``move_jp`` (clipped to the
-limits), ``servo_jf``, ``hold`` (obeyed only when the arm is ENABLED, homed and
-not homing, else ignored with a throttled "arm not ready" warning; a
-``servo_jf`` while homing, any command during an MTM's homing move, faults the
-arm); ``use_gravity_compensation`` (any state);
-``/console/teleop/enable`` (std_msgs/Bool: true turns the built-in
-compensation back on, as dVRK teleoperation does); the test hooks
-``/<ARM>/simulation/inject_fault`` (std_msgs/Empty: FAULT at once) and
-``/<ARM>/simulation/freeze_state`` (std_msgs/Float64, s: the arm's control
-loop stalls behind a live bridge: from the next state period on, every joint
-state topic repeats that period's sample, its stamp give or take 5 us as the
-bridge converts it anew each time, for that long of simulated time; the
-physics and the events run on). Every
-command is checked by the core (length, NaN, limits, servo_jp jumps); a
-rejected one is logged and the arm keeps its previous command.
-
-Time. The physics and the publishing run in a loop of their own (the main
-thread, on absolute deadlines: ``sim/pacing.py``); the commands are served by
-the executor in a second thread. The event commands (state_command, the teleop
-stand-in, the fault hook) are subscribed with depth 1 as the bridge does. With
-``servo_timing`` arrival (the default) a ``servo_jp`` (``jaw/servo_jp``) is
-taken at the instant it reached the arm and held until the next, as the dVRK
-takes it, the motion topics at depth 1 too; that instant is its sender's stamp
-plus ``DELIVERY``, never after this process took it up, so the jitter of this
-Python simulator's own command thread on a loaded host, which a real arm's C++
-bridge does not have, is not the stream's (docs/simulator.md).
-With stamp (gentler than a real arm) it is obeyed at the simulated instant of
-its stamp, carried forward between samples, so the arm follows a stream as it
-was sent whatever the jitter (the motion topics then keep 100 messages).
-
-- Wall clock (the default, like a real arm): a state period every
-  1/``publish_rate`` s, stamped with the wall time it stands for (simulated
-  2 ms behind real time, so that a command is in before the instant it stands
-  for is simulated: the state is published 2 ms after its stamp). A period
-  the loop was late for is caught up in the next integration (counted: a real
-  arm's time does not stop); a lag over ``max(2 periods, 50 ms)`` is a stall
-  (the process was not scheduled): caught up too, counted, and a throttled
-  warning says so; a lag over 0.5 s (the process was stopped) is not
-  simulated (the arm stands still through it), counted and warned about.
-- ``publish_clock``: the node owns time: it steps the physics and publishes
-  ``/clock`` every 1/``clock_rate`` s of simulated time (default 500 Hz: the
-  granularity of every use_sim_time node's timers, so a player streaming at
-  ``stream_rate`` needs ``clock_rate`` >= ``stream_rate``; every /clock message
-  costs each of those nodes a wake-up), as fast as ``real_time_factor`` allows (0: as fast
-  as possible; a lag over two state periods slips rather than being replayed);
-  the other nodes run with ``use_sim_time``.
-
-The final log line gives the figures (stalls, dropped time, late periods or
-slips). The operating state runs on the simulated time either way.
+What it publishes and obeys, its test hooks and its time (wall clock or ``/clock``): docs/simulator.md (the
+node's section) and docs/nodes.md (parameters). The decisions live in ROS-free cores: the arm in ``sim/arm.py``,
+the joint commands in ``sim/joint_topics.py``, the stamps in ``sim/stamps.py``, the pacing in ``sim/pacing.py``,
+the freeze hook in ``sim/freeze.py``, the log texts in ``sim/node_reports.py``, the set-up in ``sim/arm_setup.py``.
+This node translates messages, publishes, and runs the physics loop (main thread) beside the executor (commands).
 """
 from __future__ import annotations
 
-import math
 import sys
 import threading
 import time
@@ -82,9 +24,8 @@ from sensor_msgs.msg import JointState, Joy
 from std_msgs.msg import Bool, Empty, Float64
 
 from dvrk_ident_ros.arm.registry import arm_spec
-from dvrk_ident_ros.arm.state import OperatingStatus, stamp_is_valid
+from dvrk_ident_ros.arm.state import OperatingStatus
 from dvrk_ident_ros.errors import ArmNotReadyError, DvrkIdentError
-from dvrk_ident_ros.gc.console_gc import load_chain
 from dvrk_ident_ros.nodes.sim_cartesian import CartesianCommands, CartesianTopics, crtk_services
 from dvrk_ident_ros.parameters.settings import SimulatedArmSettings
 from dvrk_ident_ros.parameters.simulated_arm import SCHEMA as PARAMETERS
@@ -92,27 +33,18 @@ from dvrk_ident_ros.ros.messages import check_arm_name, crtk_messages, fill_join
 from dvrk_ident_ros.ros.parameters import declare_parameters
 from dvrk_ident_ros.ros.process import guarded, run, shutdown_requested
 from dvrk_ident_ros.ros.qos import EVENT_QOS, STATE_QOS
-from dvrk_ident_ros.sim.arm import SERVO_CLOCK, Sample, SimulatedArm
+from dvrk_ident_ros.sim.arm import Sample, SimulatedArm
+from dvrk_ident_ros.sim.arm_setup import console_chain, initial_position
 from dvrk_ident_ros.sim.cartesian import arm_cartesian
 from dvrk_ident_ros.sim.config import load_sim_config
-from dvrk_ident_ros.sim.pacing import RealTimePacer, WallClockSchedule
+from dvrk_ident_ros.sim.freeze import StateFreeze
+from dvrk_ident_ros.sim.joint_topics import JointTopics
+from dvrk_ident_ros.sim.node_reports import NotReadyWarnings, servo_summary, startup_line
+from dvrk_ident_ros.sim.pacing import BEHIND_EVERY, ClockTicks, StepCarry, clock_pacer, wall_clock_schedule
+from dvrk_ident_ros.sim.stamps import SIM_EPOCH, StampClock, split_seconds
 
-SIM_EPOCH = 1.0  # s: simulated time starts here (0 means "no time yet" to rclpy)
-EVENT_STEP_NS = 1000  # ns: an event is stamped at least this long after the last one (and after its instant)
 INVALID_STAMP = Time(sec=0, nanosec=0)  # the bridge's mark of invalid data
-NOT_READY_EVERY = 2.0  # s: at most one "arm not ready" warning per command topic in this time
 COMMAND_FAILURES = 100  # exceptions out of the command executor before the node gives up (logged each second)
-BEHIND_EVERY = 5.0  # s: at most one "behind the wall clock" warning in this time
-WALL_STALL = 0.05  # s: a wall-clock lag longer than this (and two state periods) is a stall: warned about
-WALL_MAX_LAG = 0.5  # s: a wall-clock lag up to this is caught up, a longer one (the process was stopped) dropped
-#: s: on the wall clock the physics runs this far behind real time, so that a stamped command (delivered in about
-#: 0.5 ms) is in before its instant is simulated; a state is published this long after the instant its stamp gives
-WALL_DELAY = 0.002
-#: s: a command's delivery on one host (publisher to subscriber), added to its stamp as the instant it reached the
-#: arm (servo_timing arrival)
-DELIVERY = 0.0005
-#: s: a frozen sample's stamp, published again, varies this much either way (the bridge's two clock reads)
-FROZEN_STAMP_JITTER = 5e-6
 CATCH_UP_YIELD = 0.0  # s: before catching up, the loop yields (GIL, CPU) so the command thread takes what arrived
 #: The bridge's subscribers: reliable, volatile, depth 1 (a command that arrives before the previous one was
 #: taken replaces it, as on the real arm); the event commands always, the motion topics with servo_timing arrival
@@ -120,7 +52,7 @@ COMMAND_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1, reliability=R
 
 
 def _time_msg(seconds: float) -> Time:
-    sec, nanosec = divmod(round(seconds * 1e9), 1_000_000_000)
+    sec, nanosec = split_seconds(seconds)
     return Time(sec=sec, nanosec=nanosec)
 
 
@@ -135,61 +67,36 @@ class SimulatedArmNode(Node):
         physics_rate = settings.physics_rate
         self.publish_clock = settings.publish_clock
         self.real_time_factor = settings.real_time_factor
-        self.clock_rate = settings.clock_rate
-        true_parameters = settings.true_parameters
-        config_file = settings.config_file
-        noise = settings.noise
-        seed = settings.seed
-        initial = settings.initial_position
-        initial_state = settings.initial_state
-        homing_time = settings.homing_time
         dvrk_version = settings.dvrk_version  # "-p dvrk_version:=2.3" (a double) is taken as "2.3"
-        tool_engaged = settings.tool_engaged
-        fault_tracking_error = settings.fault_tracking_error
         servo_timing = settings.servo_timing.lower()
-        kinematic_gc = self._kinematic_gc(settings.kinematic_gc, settings.dvrk_version)
+        spec = self.spec = arm_spec(self.arm)  # the arm family's traits (jaw, gripper, simulation: the arm registry)
+        kinematic_gc = console_chain(settings.kinematic_gc, spec, dvrk_version)
         if physics_rate < self.publish_rate:
             raise DvrkIdentError(f"physics_rate {physics_rate} Hz below publish_rate {self.publish_rate} Hz")
-        self.clock_rate = max(self.clock_rate, self.publish_rate)  # /clock at least with every state
-        spec = arm_spec(self.arm)  # the arm family's traits (jaw, gripper, simulation: the arm registry)
-        config = load_sim_config(self.arm, config_file or None, true_parameters or None)
-        if initial in ((), (0.0,)):  # the default: the arm's home pose
-            initial_position = None
-        elif len(initial) == config.model.dof:
-            initial_position = np.asarray(initial, dtype=float)
-        else:
-            raise DvrkIdentError(f"initial_position: {len(initial)} values, the {spec.family} has "
-                                 f"{config.model.dof} joints")
-        self.sim = SimulatedArm(config, spec.variant(self.arm), noise=noise, seed=seed,
-                                physics_rate=physics_rate, initial_position=initial_position,
-                                initial_state=initial_state, homing_time=homing_time, dvrk_version=dvrk_version,
-                                tool_engaged=tool_engaged, fault_tracking_error=fault_tracking_error,
-                                servo_timing=servo_timing, kinematic_gc=kinematic_gc)
-        self.names = self.sim.names
-        # the PSM's jaw is published on its own topics; without a tool the PSM publishes its 7 raw joints
-        self.arm_joints = spec.arm_joints if self.sim.tool_engaged else spec.dof
-        self.spec = spec
-        self.jaw = spec.jaw_index if spec.jaw_index is not None else spec.dof  # the jaw's index (dof: none)
+        self.clock_rate = max(settings.clock_rate, self.publish_rate)  # /clock at least with every state
+        config = load_sim_config(self.arm, settings.config_file or None, settings.true_parameters or None)
+        self.sim = SimulatedArm(config, spec.variant(self.arm), noise=settings.noise, seed=settings.seed,
+                                physics_rate=physics_rate,
+                                initial_position=initial_position(settings.initial_position, spec, config.model.dof),
+                                initial_state=settings.initial_state, homing_time=settings.homing_time,
+                                dvrk_version=dvrk_version, tool_engaged=settings.tool_engaged,
+                                fault_tracking_error=settings.fault_tracking_error, servo_timing=servo_timing,
+                                kinematic_gc=kinematic_gc)
+        self.joints = JointTopics(self.sim, spec)  # the arm's joints and the PSM's jaw on their topics
 
         def pub(topic: str, msg_type=JointState, qos=STATE_QOS):
             return self.create_publisher(msg_type, f"/{self.arm}/{topic}", qos)
 
-        self._pub = {name: pub(name) for name in ("measured_js", "setpoint_js", "gravity_compensation/setpoint_js")}
-        if spec.jaw:
-            self._pub["jaw/measured_js"] = pub("jaw/measured_js")
-            self._pub["jaw/setpoint_js"] = pub("jaw/setpoint_js")
-        if spec.gripper:
-            self._pub["gripper/measured_js"] = pub("gripper/measured_js")
+        self._pub = {name: pub(name) for name in self.joints.state_topics()}
         self._goal_pub = pub("goal_reached", Bool, EVENT_QOS)
         self._crtk = crtk_messages()
         self._state_pub = pub("operating_state", self._crtk.OperatingState, EVENT_QOS) if self._crtk else None
         self._published_status: OperatingStatus | None = None
-        self._last_event_ns = 0  # the last operating_state event's stamp
+        self._stamps = StampClock(self.publish_clock)  # origin SIM_EPOCH on /clock; wall time else (_run_wall)
         self._clock_pub = self.create_publisher(Clock, "/clock", 10) if self.publish_clock else None
 
         self._lock = threading.Lock()  # commands (the executor thread) vs physics (the loop of spin())
-        self._not_ready_logged: dict[str, float] = {}
-        self._not_ready_suppressed: dict[str, int] = {}
+        self._not_ready = NotReadyWarnings()
 
         def locked(topic: str, callback):
             def call(msg) -> None:
@@ -209,18 +116,23 @@ class SimulatedArmNode(Node):
             name = topic if absolute else f"/{self.arm}/{topic}"
             self.create_subscription(msg_type, name, guarded(self, topic, locked(topic, callback)), qos)
 
-        def timed(topic: str, callback) -> None:
-            """A motion stream: ``callback(msg, served)``, ``served`` the wall time (s) this process took it up."""
-            inner = guarded(self, topic, locked(topic, lambda pair: callback(*pair)))
+        def timed(topic: str, command) -> None:
+            """A motion stream: ``command(position, velocity, at, received)``: its stamp's simulated time and the
+            instant it reached the arm, from the wall time (s) this process took it up (sim/stamps.py)."""
+            def call(pair: tuple[JointState, float]) -> None:
+                msg, served = pair
+                at = self._stamps.command_time(msg.header.stamp.sec, msg.header.stamp.nanosec)
+                command(msg.position, msg.velocity, at, self._stamps.reception_time(served, at, self.sim.time))
+            inner = guarded(self, topic, locked(topic, call))
             self.create_subscription(JointState, f"/{self.arm}/{topic}", lambda msg: inner((msg, time.time())),
                                      stream_qos)
 
-        timed("servo_jp", self._servo_jp)
-        timed("servo_jr", self._servo_jr)
-        sub("move_jr", JointState, self._move_jr)
-        self._jaw_effort = 0.0
+        joints = self.joints
+        timed("servo_jp", joints.servo_jp)
+        timed("servo_jr", joints.servo_jr)
+        sub("move_jr", JointState, lambda msg: joints.move_jr(msg.position))
         self._cartesian = CartesianTopics(self, self.arm, arm_cartesian(self.arm, config.model), STATE_QOS)
-        self._commands = CartesianCommands(self.sim, self._cartesian, lambda: self._jaw_effort,
+        self._commands = CartesianCommands(self.sim, self._cartesian, lambda: joints.jaw_effort,
                                            EVENT_QOS if spec.gripper else None)
         sub("servo_cp", PoseStamped, self._commands.servo_cp)
         sub("move_cp", PoseStamped, self._commands.move_cp)
@@ -240,15 +152,16 @@ class SimulatedArmNode(Node):
                                     self._commands.forward_kinematics)
             self.create_service(services.QueryInverseKinematics, f"/{self.arm}/inverse_kinematics",
                                 self._commands.inverse_kinematics)
-        sub("move_jp", JointState, self._move_jp)
-        sub("servo_jf", JointState, self._servo_jf)
+        sub("move_jp", JointState, lambda msg: joints.move_jp(msg.position))
+        sub("servo_jf", JointState, lambda msg: joints.servo_jf(msg.effort))
         sub("use_gravity_compensation", Bool, lambda msg: self.sim.use_gravity_compensation(msg.data))
         sub("hold", Empty, lambda msg: self.sim.hold())
         sub("free", Empty, lambda msg: self.sim.free())
         sub("simulation/inject_fault", Empty, lambda msg: self.sim.inject_fault("fault injected (simulation)"),
             COMMAND_QOS)
         sub("simulation/freeze_state", Float64, self._freeze_state, COMMAND_QOS)
-        sub("/console/teleop/enable", Bool, self._teleop_enable, COMMAND_QOS, absolute=True)
+        # as the console's teleoperation does to this arm (sim/arm.py)
+        sub("/console/teleop/enable", Bool, lambda msg: self.sim.teleop(msg.data), COMMAND_QOS, absolute=True)
         sub("/footpedals/clutch", Joy, lambda msg: self.sim.clutch(bool(len(msg.buttons) and msg.buttons[0])),
             COMMAND_QOS, absolute=True)
         self._ratio_pub = self.create_publisher(Float64, f"/{self.arm}/trajectory_j/ratio", EVENT_QOS)
@@ -259,76 +172,39 @@ class SimulatedArmNode(Node):
                 COMMAND_QOS)
         else:
             self.get_logger().warning("crtk_msgs is not installed: no operating_state, no state_command; "
-                                      f"the arm stays {initial_state}")
+                                      f"the arm stays {settings.initial_state}")
         if spec.jaw:
             sub("emulate_tool_present", Bool, lambda msg: self.sim.emulate_tool_present(msg.data), COMMAND_QOS)
-            timed("jaw/servo_jp", self._jaw_servo_jp)
-            sub("jaw/move_jp", JointState, self._jaw_move_jp)
-            sub("jaw/servo_jf", JointState, self._jaw_servo_jf)
-        self._carry = 0.0
-        self._freeze_for: float | None = None  # s: a freeze asked for, starting at the next state period
-        # until (simulated s), the sample, its stamp and the built-in compensation's torques published again
-        self._frozen: tuple[float, Sample, Time, np.ndarray] | None = None
-        self._stamp_jitter = np.random.default_rng(seed)
-        self.steps = 0
-        # /clock: a stall longer than two state periods slips (sim/pacing.py)
-        max_step = 2.0 / self.publish_rate
-        self._pacer = RealTimePacer(self.real_time_factor, max_step / (self.real_time_factor or 1.0))
-        # the physics runs WALL_DELAY behind so that a command is in before the instant it stands for (its stamp, or
-        # its stamp plus the delivery on arrival)
-        self._schedule = WallClockSchedule(1.0 / self.publish_rate, WALL_MAX_LAG, max(max_step, WALL_STALL),
-                                           delay=WALL_DELAY)
-        self._stamp_origin = SIM_EPOCH  # stamp (s) of simulated time 0: SIM_EPOCH on /clock, wall time else
+            timed("jaw/servo_jp", joints.jaw_servo_jp)
+            sub("jaw/move_jp", JointState, lambda msg: joints.jaw_move_jp(msg.position))
+            sub("jaw/servo_jf", JointState, lambda msg: joints.jaw_servo_jf(msg.effort))
+        self._steps = StepCarry(self.sim.dt)  # the physics steps of the loop's stretches of simulated time
+        self._freeze = StateFreeze(settings.seed)
+        self._pacer = clock_pacer(self.publish_rate, self.real_time_factor)  # /clock (sim/pacing.py)
+        self._schedule = wall_clock_schedule(self.publish_rate)  # the wall clock, the physics behind it
         self._sim_time = 0.0  # simulated time of the last state published
         self.publish_failures = 0  # state samples the middleware refused
         self.samples_published = {topic: 0 for topic in self._pub}  # per topic: only while someone subscribes
         with self._lock:
             self._publish_events()
-        self.get_logger().info(
-            f"simulated {self.arm} ({spec.model}, dVRK {dvrk_version}, true parameters {config.parameter_file.name}): "
-            f"{self.sim.status.describe()}, built-in gravity compensation "
-            f"{'on' if self.sim.builtin_gravity_compensation else 'off'}"
-            + (f" (the console's chain {settings.kinematic_gc or 'shipped with the console'})"
-               if kinematic_gc is not None else "")
-            + f"; state at {self.publish_rate:g} Hz, "
-            f"physics at {physics_rate:g} Hz, "
-            + (f"publishing /clock at {self.clock_rate:g} Hz (real-time factor {self.real_time_factor or 'max'})"
-               if self.publish_clock else "wall-clock time")
-            + f"; servo_jp taken {'on arrival' if servo_timing == 'arrival' else 'at its stamp'}")
+        self.get_logger().info(startup_line(
+            self.arm, spec.model, dvrk_version, config.parameter_file.name, self.sim.status.describe(),
+            self.sim.builtin_gravity_compensation,
+            None if kinematic_gc is None else settings.kinematic_gc or "shipped with the console", self.publish_rate,
+            physics_rate, self.clock_rate if self.publish_clock else None, self.real_time_factor, servo_timing))
 
     def _set_kinematic_gc(self, value: str) -> None:
         """Run time: the chain checked and applied from the next control step (DvrkIdentError: refused, the old
         chain kept)."""
-        chain = self._kinematic_gc(value, self.sim.dvrk_version)
+        chain = console_chain(value, self.spec, self.sim.dvrk_version)
         with self._lock:
             self.sim.set_console_gc(chain)
-
-    def _kinematic_gc(self, value: str, dvrk_version: str):
-        """The console's gravity chain: the file named; "" = the console's own default (a dVRK 2.4 Si arm's
-        shipped physical file, a Classic ECM's chain with its endoscope's mass, as the console loads it; none for
-        a Classic PSM); "none" = none."""
-        if value.strip().lower() == "none":
-            return None
-        spec = arm_spec(self.arm)
-        if value:
-            chain = load_chain(value)
-            if spec.console_gc is None:
-                raise DvrkIdentError(f"kinematic_gc {value}: the console compensates no {spec.family} with a "
-                                     "physical-DH file (PSM and ECM only)")
-            expected = len(load_chain(spec.console_gc).links)
-            if len(chain.links) != expected:
-                raise DvrkIdentError(f"kinematic_gc {value}: {len(chain.links)} links, the {spec.family}'s chain "
-                                     f"has {expected} (the console refuses it)")
-            return chain
-        if spec.console_gc_default is not None and dvrk_version == "2.4":
-            return load_chain(spec.console_gc_default)
-        return None
 
     # -- events: operating state, goal reached, "arm not ready" ---------------------------
     def _publish_events(self) -> None:
         """Every operating_state event of the arm (a change, an accepted state command, a move's start and end),
-        each with its own stamp, strictly newer than the last (the client keeps only newer ones); a change is
-        logged. goal_reached for every move that ended; lock held."""
+        each with its own stamp, strictly newer than the last (the client keeps only newer ones: sim/stamps.py);
+        a change is logged. goal_reached for every move that ended; lock held."""
         for status in self.sim.pop_status_events():
             if status != self._published_status:
                 old, self._published_status = self._published_status, status
@@ -340,181 +216,49 @@ class SimulatedArmNode(Node):
                     self.get_logger().info(change)
             if self._state_pub is not None:
                 msg = self._crtk.OperatingState(state=status.state, is_homed=status.is_homed, is_busy=status.is_busy)
-                msg.header.stamp = self._event_stamp()
+                sec, nanosec = self._stamps.event(self.sim.time, lambda: self.get_clock().now().nanoseconds)
+                msg.header.stamp = Time(sec=sec, nanosec=nanosec)
                 self._state_pub.publish(msg)
         for reached in self.sim.pop_goal_events():
             self._goal_pub.publish(Bool(data=reached))
 
-    def _event_stamp(self) -> Time:
-        """An event's stamp: its instant (the simulated time on /clock, just after the instant a command was
-        taken at; the wall time on the wall clock, where the physics runs behind), at least 1 us after the last
-        event's, so that two events never share a stamp."""
-        if self.publish_clock:
-            ns = round((self._stamp_origin + self.sim.time) * 1e9) + EVENT_STEP_NS
-        else:
-            ns = self.get_clock().now().nanoseconds
-        ns = max(ns, self._last_event_ns + EVENT_STEP_NS)
-        self._last_event_ns = ns
-        return Time(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
-
-    def _now(self) -> Time:
-        """The stamp of the current simulated time (on /clock, or the wall time it stands for)."""
-        return _time_msg(self._stamp_origin + self.sim.time)
-
-    def _command_time(self, msg) -> float | None:
-        """The simulated time a command's stamp stands for (None: no valid stamp, obey it at once)."""
-        stamp = msg.header.stamp
-        if not stamp_is_valid(stamp.sec, stamp.nanosec):
-            return None
-        return stamp.sec + 1e-9 * stamp.nanosec - self._stamp_origin
-
     def _warn_not_ready(self, topic: str) -> None:
-        now = time.monotonic()
-        if now - self._not_ready_logged.get(topic, -math.inf) < NOT_READY_EVERY:
-            self._not_ready_suppressed[topic] = self._not_ready_suppressed.get(topic, 0) + 1
-            return
-        more = self._not_ready_suppressed.pop(topic, 0)
-        self._not_ready_logged[topic] = now
-        self.get_logger().warning(f"{topic}: ignored, arm not ready: {self.sim.not_ready_reason(self.arm)}"
-                                  + (f" (+{more} more since the last report)" if more else ""))
+        warning = self._not_ready.warning(topic, time.monotonic(), lambda: self.sim.not_ready_reason(self.arm))
+        if warning is not None:
+            self.get_logger().warning(warning)
 
-    # -- commands: dVRK topics -> core ----------------------------------------------
-    def _teleop_enable(self, msg: Bool) -> None:
-        self.sim.teleop(msg.data)  # as the console's teleoperation does to this arm (sim/arm.py)
-
+    # -- commands: dVRK topics -> core (the joint commands: sim/joint_topics.py) ------------
     def _set_ratio(self, msg: Float64) -> None:
         self.sim.set_trajectory_ratio(msg.data)  # a bad value: DvrkIdentError, reported by the guard
         self._ratio_pub.publish(Float64(data=self.sim.trajectory_ratio))
-
-    def _with_jaw(self, values, reference: np.ndarray) -> np.ndarray:
-        arr = np.asarray(values, dtype=float)
-        if self.arm_joints == self.sim.dof or arr.size != self.arm_joints:
-            return arr
-        return np.append(arr, reference[self.arm_joints:])
-
-    def _servo_jp(self, msg: JointState, served: float) -> None:
-        self.sim.require_ready("servo_jp")
-        q_ref, qd_ref = self.sim.servo_reference()
-        velocity = self._with_jaw(msg.velocity, qd_ref) if len(msg.velocity) else None
-        joints = None if self.arm_joints == self.sim.dof or len(msg.position) != self.arm_joints \
-            else np.arange(self.arm_joints)
-        self.sim.servo_jp(self._with_jaw(msg.position, q_ref), velocity, at=self._command_time(msg), joints=joints,
-                          received=self._reception_time(served, msg))
-
-    def _servo_jr(self, msg: JointState, served: float) -> None:
-        """servo_jp of the stream's setpoint plus ``msg.position`` (the dVRK's servo_jr: relative to the PID's)."""
-        self.sim.require_ready("servo_jr")
-        delta = self.sim.checker.finite(msg.position, "servo_jr position", len(msg.position))
-        absolute = JointState(header=msg.header, name=list(msg.name), velocity=list(msg.velocity))
-        absolute.position = [float(v) for v in self.sim.servo_reference()[0][:delta.size] + delta]
-        self._servo_jp(absolute, served)
-
-    def _move_jr(self, msg: JointState) -> None:
-        """move_jp to the setpoint plus ``msg.position``."""
-        self.sim.require_ready("move_jr")
-        delta = self.sim.checker.finite(msg.position, "move_jr position", len(msg.position))
-        absolute = JointState(header=msg.header, name=list(msg.name))
-        absolute.position = [float(v) for v in self.sim.q_ref[:delta.size] + delta]
-        self._move_jp(absolute)
 
     def _not_simulated(self, topic: str) -> None:
         raise DvrkIdentError(f"{topic} is not simulated (the Cartesian impedance); "
                              "the arm keeps its command")
 
-    def _move_jp(self, msg: JointState) -> None:
-        self.sim.require_ready("move_jp")
-        if self.arm_joints < self.sim.dof and len(msg.position) == self.arm_joints:
-            # a PSM's arm joints: the jaw keeps its goal (the dVRK's move_jp sets the kinematic joints' only)
-            self.sim.move_joints(self._with_jaw(msg.position, self.sim.q_ref), np.arange(self.arm_joints))
-        else:
-            self.sim.move_jp(self._with_jaw(msg.position, self.sim.q_ref))
-
-    def _servo_jf(self, msg: JointState) -> None:
-        self.sim.require_ready("servo_jf", effort=True)
-        effort = np.asarray(msg.effort, dtype=float)
-        if self.arm_joints < self.sim.dof and effort.size == self.arm_joints:
-            effort = np.append(effort, self._jaw_effort)
-        self.sim.servo_jf(effort)
-
-    def _jaw(self, msg: JointState, field: str) -> float:
-        values = getattr(msg, field)
-        if len(values) != 1:
-            raise DvrkIdentError(f"jaw {field}: {len(values)} values, expected 1")
-        value = float(values[0])
-        if not math.isfinite(value):
-            raise DvrkIdentError(f"jaw {field}: {value}")
-        return value
-
-    def _jaw_servo_jp(self, msg: JointState, served: float) -> None:
-        self.sim.require_ready("jaw/servo_jp")
-        q_ref, qd_ref = self.sim.servo_reference()  # the arm's joints keep their setpoint
-        q, qd = q_ref.copy(), qd_ref.copy()
-        q[self.jaw] = self._jaw(msg, "position")
-        qd[self.jaw] = self._jaw(msg, "velocity") if len(msg.velocity) else 0.0
-        self.sim.servo_jp(q, qd, at=self._command_time(msg), joints=[self.jaw],
-                          received=self._reception_time(served, msg))
-
-    def _jaw_move_jp(self, msg: JointState) -> None:
-        self.sim.require_ready("jaw/move_jp")
-        q = self.sim.q_ref.copy()
-        q[self.jaw] = self._jaw(msg, "position")
-        self.sim.move_joints(q, [self.jaw])  # the arm's own move_jp goes on (the dVRK's jaw_move_jp)
-
-    def _jaw_servo_jf(self, msg: JointState) -> None:
-        self.sim.require_ready("jaw/servo_jf", effort=True)
-        self._jaw_effort = self._jaw(msg, "effort")
-        if self.sim.mode == "effort":
-            effort = self.sim.effort_command.copy()
-            effort[self.jaw] = self._jaw_effort
-            self.sim.servo_jf(effort)
-
-    def _reception_time(self, served: float, msg) -> float:
-        """The simulated instant a streamed command reached the arm, as a real arm's bridge takes it: its sender's
-        stamp (the instant it was published) plus ``DELIVERY``, but never after this process took it up
-        (``served``, wall s: on the wall clock simulated time is the wall's, ``_stamp_origin`` behind; under
-        /clock the physics' time): so this simulator's own command-thread delay, which a real arm's C++ bridge
-        does not have, is not the stream's. Without a stamp on this clock: when it was taken up."""
-        now = self.sim.time if self.publish_clock else served - self._stamp_origin
-        stamp = self._command_time(msg)
-        if stamp is None or not -SERVO_CLOCK <= now - stamp <= SERVO_CLOCK:
-            return now
-        return min(stamp + DELIVERY, now)
+    def _freeze_state(self, msg: Float64) -> None:
+        """The test hook: the arm's state stops advancing for ``msg.data`` s (sim/freeze.py)."""
+        seconds = float(msg.data)
+        self._freeze.ask(seconds)
+        self.get_logger().warning(f"{self.arm}: state frozen for {seconds:g} s (simulation): the joint states repeat "
+                                  "one sample and its stamp, as a bridge does behind a stalled arm")
 
     # -- time and state -------------------------------------------------------------
     def _advance(self, seconds: float) -> None:
         """Physics steps covering ``seconds``, the lock taken per step: a command that arrives meanwhile is
         obeyed from the next step (at its stamp if that is still ahead), not after the whole stretch."""
-        self._carry += seconds * (1.0 / self.sim.dt)
-        steps = int(self._carry + 1e-9)
-        self._carry -= steps
-        for _ in range(steps):
+        for _ in range(self._steps.steps_for(seconds)):
             with self._lock:
                 self.sim.step()
-        self.steps += steps
-
-    def _freeze_state(self, msg: Float64) -> None:
-        """The test hook: the arm's state stops advancing for ``msg.data`` s (see the module's docstring)."""
-        seconds = float(msg.data)
-        if not (math.isfinite(seconds) and seconds >= 0.0):
-            raise DvrkIdentError(f"freeze_state {seconds}: expected a duration >= 0 s")
-        self._freeze_for = seconds
-        self.get_logger().warning(f"{self.arm}: state frozen for {seconds:g} s (simulation): the joint states repeat "
-                                  "one sample and its stamp, as a bridge does behind a stalled arm")
 
     def _sample_to_publish(self, stamp: Time) -> tuple[Sample, Time, np.ndarray]:
         """The arm's sample, its stamp and the built-in compensation's torques, or the frozen ones while a freeze
-        lasts; lock held. A frozen stamp is published again as the bridge does: converted from the arm's clock
-        anew each time, give or take a few microseconds (arm_samples.REPEAT_TOLERANCE)."""
-        now = self.sim.time
-        if self._freeze_for is not None:  # the freeze begins with this period's sample
-            self._frozen = (now + self._freeze_for, self.sim.sample(), stamp, self.sim.builtin_compensation_effort())
-            self._freeze_for = None
-        if self._frozen is not None:
-            until, sample, frozen_stamp, builtin = self._frozen
-            if now < until:
-                jitter = float(self._stamp_jitter.uniform(-FROZEN_STAMP_JITTER, FROZEN_STAMP_JITTER))
-                return sample, _time_msg(frozen_stamp.sec + 1e-9 * frozen_stamp.nanosec + jitter), builtin
-            self._frozen = None
+        lasts; lock held."""
+        frozen = self._freeze.frozen(self.sim.time, stamp.sec + 1e-9 * stamp.nanosec,
+                                     lambda: (self.sim.sample(), self.sim.builtin_compensation_effort()))
+        if frozen is not None:
+            return frozen.sample, _time_msg(frozen.stamp), frozen.builtin
+        if self._freeze.thawed:
             self.get_logger().info(f"{self.arm}: state no longer frozen")
         return self.sim.sample(), stamp, self.sim.builtin_compensation_effort()
 
@@ -522,44 +266,22 @@ class SimulatedArmNode(Node):
         """One state sample on every topic (zeros and stamp 0 while the data is invalid), then the events."""
         self._commands.follow(1.0 / self.publish_rate)
         sample, stamp, builtin = self._sample_to_publish(stamp)
-        valid_stamp = stamp if sample.valid else INVALID_STAMP
-        n = self.arm_joints
-        names = self.names[:n]
-
-        def joint_state(topic: str, joint_names, position, velocity, effort, at: Time = valid_stamp) -> None:
-            publisher = self._pub[topic]
+        for state in self.joints.states(sample, builtin):
+            publisher = self._pub[state.topic]
             if publisher.get_subscription_count() == 0:  # the bridge publishes a periodic topic only while
-                return  # someone subscribes to it
-            msg = fill_joint_state(JointState(), at, joint_names, position, velocity, effort)
+                continue  # someone subscribes to it
+            msg = fill_joint_state(JointState(), stamp if state.valid else INVALID_STAMP, state.names, state.position,
+                                   state.velocity, state.effort)
             try:
                 publisher.publish(msg)
-                self.samples_published[topic] += 1
+                self.samples_published[state.topic] += 1
             except Exception as exc:  # noqa: BLE001 - the middleware refused one sample: the arm runs on
                 # (seen with Fast DDS at 1 kHz on a loaded machine: "cannot publish data")
                 self.publish_failures += 1
-                self.get_logger().warning(f"/{self.arm}/{topic}: a state sample not published ({exc}); "
+                self.get_logger().warning(f"/{self.arm}/{state.topic}: a state sample not published ({exc}); "
                                           f"{self.publish_failures} so far", throttle_duration_sec=BEHIND_EVERY)
-
-        joint_state("measured_js", names, sample.position[:n], sample.velocity[:n], sample.effort[:n])
-        joint_state("setpoint_js", names, sample.setpoint_position[:n], None, sample.setpoint_effort[:n])
-        if self.spec.jaw:
-            with_tool = n < self.sim.dof
-            jaw_stamp = valid_stamp if with_tool else INVALID_STAMP  # no tool: no jaw
-            zero = np.zeros(1)
-            jaw = (lambda a: a[self.jaw:]) if with_tool else (lambda a: zero)
-            joint_state("jaw/measured_js", ["jaw"], jaw(sample.position), jaw(sample.velocity), jaw(sample.effort),
-                        jaw_stamp)
-            joint_state("jaw/setpoint_js", ["jaw"], jaw(sample.setpoint_position), None,
-                        jaw(sample.setpoint_effort), jaw_stamp)
-        if self.spec.gripper:
-            joint_state("gripper/measured_js", ["gripper"], [0.0], None, None)
-        # the flag's state: the torques while it is on, zeros while it is off; valid with the joints' data (the
-        # dVRK marks it valid only while the joints are ready)
-        joint_state("gravity_compensation/setpoint_js", names, None, None, builtin[:n])
-        # Cartesian data needs the kinematic joints: a PSM without its tool has none
-        cartesian = sample.valid and (not self.spec.jaw or n < self.sim.dof)
         self._cartesian.publish(sample.position, sample.setpoint_position, sample.velocity, sample.effort,
-                                stamp if cartesian else INVALID_STAMP)
+                                stamp if self.joints.cartesian_valid(sample) else INVALID_STAMP)
         self._publish_events()
 
     def spin(self, executor) -> None:
@@ -607,8 +329,7 @@ class SimulatedArmNode(Node):
         with self._lock:
             sim_start = self.sim.time
             schedule.restart()
-            self._stamp_origin = ros_minus_monotonic + schedule.origin - sim_start
-        reported = 0
+            self._stamps.origin = ros_minus_monotonic + schedule.origin - sim_start
         while self._running(server):
             wait = schedule.wait()
             if wait > 0.0:
@@ -618,38 +339,28 @@ class SimulatedArmNode(Node):
             if seconds > schedule.period:  # late: the commands that arrived meanwhile are taken first
                 time.sleep(CATCH_UP_YIELD)
             with self._lock:
-                self._stamp_origin = ros_minus_monotonic + schedule.origin - sim_start
+                self._stamps.origin = ros_minus_monotonic + schedule.origin - sim_start
             self._advance(seconds)
             with self._lock:
                 self._sim_time = sim_start + schedule.elapsed
-                self._publish(_time_msg(self._stamp_origin + self._sim_time))
-            if schedule.stalls > reported:
-                reported = schedule.stalls
-                dropped = (f"; {schedule.drops} over {WALL_MAX_LAG:g} s not simulated ({schedule.dropped:.3f} s: "
-                           "the arm stood still)") if schedule.drops else ""
-                self.get_logger().warning(
-                    f"behind the wall clock (the process was not scheduled): {schedule.stalls} stalls over "
-                    f"{1e3 * schedule.stall:.0f} ms so far, {schedule.stalled:.3f} s in all, worst "
-                    f"{1e3 * schedule.worst_lag:.0f} ms, caught up with the commands received{dropped}",
-                    throttle_duration_sec=BEHIND_EVERY)
+                self._publish(_time_msg(self._stamps.origin + self._sim_time))
+            warning = schedule.stall_report()
+            if warning is not None:
+                self.get_logger().warning(warning, throttle_duration_sec=BEHIND_EVERY)
 
     def _run_clock(self, server: threading.Thread) -> None:
-        """Simulated time in steps of 1/clock_rate, /clock after each, the state every publish period."""
+        """Simulated time in ticks of 1/clock_rate, /clock after each, the state every publish period."""
         clock_pub = self._clock_pub
         if clock_pub is None:
             raise DvrkIdentError("simulated time without a /clock publisher (publish_clock is false)")
-        clock_ns = round(1e9 / self.clock_rate)
-        state_ns = round(1e9 / self.publish_rate)
-        elapsed_ns, next_state_ns = 0, state_ns
-        epoch_ns = round(SIM_EPOCH * 1e9)
+        ticks = ClockTicks(self.clock_rate, self.publish_rate, SIM_EPOCH)
         pacer = self._pacer
         pacer.restart()
-        reported_slips = 0
         clock = Clock()
         while self._running(server):
-            self._advance(clock_ns * 1e-9)
-            elapsed_ns += clock_ns
-            stamp = _time_msg((epoch_ns + elapsed_ns) * 1e-9)
+            self._advance(ticks.tick_ns * 1e-9)
+            state_due = ticks.tick()
+            stamp = _time_msg(ticks.stamp)
             clock.clock = stamp
             try:
                 clock_pub.publish(clock)
@@ -657,46 +368,26 @@ class SimulatedArmNode(Node):
                 self.publish_failures += 1
                 self.get_logger().warning(f"/clock not published ({exc}); {self.publish_failures} failures so far",
                                           throttle_duration_sec=BEHIND_EVERY)
-            if elapsed_ns >= next_state_ns:
-                next_state_ns += state_ns
+            if state_due:
                 with self._lock:
-                    self._sim_time = elapsed_ns * 1e-9
+                    self._sim_time = ticks.elapsed
                     self._publish(stamp)
-            wait = pacer.delay(elapsed_ns * 1e-9)
+            wait = pacer.delay(ticks.elapsed)
             if wait > 0.0:
                 time.sleep(wait)
-            elif pacer.slips > reported_slips:
-                reported_slips = pacer.slips
-                self.get_logger().warning(
-                    f"behind real time: {pacer.slips} slips, {pacer.slipped:.3f} s of wall "
-                    "time not replayed (simulated time slips rather than running ahead of its commands)",
-                    throttle_duration_sec=BEHIND_EVERY)
+            elif (warning := pacer.slip_report()) is not None:
+                self.get_logger().warning(warning, throttle_duration_sec=BEHIND_EVERY)
 
     def close(self) -> None:
         """The final log lines: how the simulated time kept up; the state samples published on each topic."""
         if self.publish_clock:
-            self.get_logger().info(
-                f"{self.arm}: {self._sim_time:.1f} s simulated, /clock at {self.clock_rate:g} Hz; "
-                f"{self._pacer.slips} slips, {self._pacer.slipped:.3f} s of wall time not replayed")
+            self.get_logger().info(f"{self.arm}: {self._sim_time:.1f} s simulated, /clock at {self.clock_rate:g} Hz; "
+                                   f"{self._pacer.summary()}")
         else:
-            self.get_logger().info(f"{self.arm}: {self._schedule.summary()}{self._servo_summary()}")
+            self.get_logger().info(f"{self.arm}: {self._schedule.summary()}" + servo_summary(
+                self.sim.servo_lateness, self.sim.servo_timing, self.sim.stale_servo, self.publish_failures))
         self.get_logger().info(f"{self.arm}: state samples published (only while subscribed): "
                                + ", ".join(f"{topic} {count}" for topic, count in self.samples_published.items()))
-
-    def _servo_summary(self) -> str:
-        """How late after their stamps the streamed setpoints were obeyed (the delivery and scheduling delay)."""
-        late = np.asarray(self.sim.servo_lateness)
-        failures = f"; {self.publish_failures} state samples not published" if self.publish_failures else ""
-        if late.size == 0:
-            return failures
-        if self.sim.servo_timing == "stamp":
-            return (f"; {late.size} servo_jp obeyed {1e3 * np.median(late):.1f} ms after their stamps (median; p99 "
-                    f"{1e3 * np.percentile(late, 99):.1f} ms, max {1e3 * late.max():.1f} ms), "
-                    f"{self.sim.stale_servo} stale" + failures)
-        # on arrival: 0 when the physics reached the instant the setpoint reached the arm after it was served
-        return (f"; {late.size} servo_jp taken on arrival, {100 * np.mean(late > 0):.1f} % after the instant they "
-                f"reached the arm (by median {1e3 * np.median(late):.1f} ms; p99 {1e3 * np.percentile(late, 99):.1f} "
-                f"ms, max {1e3 * late.max():.1f} ms: this simulator's command thread)" + failures)
 
 
 def main(args: list[str] | None = None) -> int:
