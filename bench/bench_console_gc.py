@@ -24,7 +24,7 @@ import numpy as np
 
 from dvrk_ident_ros.arm.registry import arm_families
 from dvrk_ident_ros.errors import DvrkIdentError
-from dvrk_ident_ros.gc.console_gc import ConsoleChain, load_chain, mounting_pitch_of
+from dvrk_ident_ros.gc.model.console_gc import ConsoleChain, load_chain, mounting_pitch_of
 from dvrk_ident_ros.sim.arm import SimulatedArm
 from dvrk_ident_ros.sim.config import load_sim_config
 from dvrk_ident_ros.sim.experiments import random_poses, tip_pose
@@ -113,8 +113,8 @@ def identified_chain(family: str) -> tuple[ConsoleChain, str]:
     from bench.bench_drift import PSM_HOLD_SAMPLES, PSM_HOLD_SETTLE, PSM_HOLDS
     from dvrk_ident_ros.excitation.holds import holds_grid
     from dvrk_ident_ros.export.kinematic_gc import fit_console_chain
-    from dvrk_ident_ros.gc.console_gc import parse_chain
-    from dvrk_ident_ros.gc.static_refit import refit_gravity
+    from dvrk_ident_ros.gc.fitting.static_refit import refit_gravity
+    from dvrk_ident_ros.gc.model.console_gc import parse_chain
     from dvrk_ident_ros.sim.experiments import static_holds
 
     config = load_sim_config(family)

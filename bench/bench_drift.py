@@ -19,9 +19,9 @@ kinematics) and rotation (deg) over the 2 s, mean and max
   settle, sampling; :func:`~dvrk_ident_ros.sim.experiments.collection_time`).
 - PSM: SDP identification on a simulated recording of the shipped excitation
   trajectory, then the identified model's compensation
-  (:class:`~dvrk_ident_ros.gc.model_law.ModelCompensation`: gravity, springs,
+  (:class:`~dvrk_ident_ros.gc.runtime.model_law.ModelCompensation`: gravity, springs,
   counterweight) holds the simulated PSM; then the same model with its gravity
-  refitted to ``PSM_HOLDS`` static holds (:mod:`dvrk_ident_ros.gc.static_refit`,
+  refitted to ``PSM_HOLDS`` static holds (:mod:`dvrk_ident_ros.gc.fitting.static_refit`,
   other poses than the drift test's; their time on the arm printed), of each
   design of ``dvrk-ident trajectory holds`` (random poses; each pose from both
   sides); floor: the true parameters' compensation. Then the same on a PSM with
@@ -45,12 +45,12 @@ import numpy as np
 from dvrk_ident_ros.excitation.files import load_grid
 from dvrk_ident_ros.excitation.holds import APPROACHES, holds_grid
 from dvrk_ident_ros.excitation.playback import GridPlayback
-from dvrk_ident_ros.gc.fits import FITS
-from dvrk_ident_ros.gc.law import CompensationLaw
-from dvrk_ident_ros.gc.mlse import relative_errors
-from dvrk_ident_ros.gc.model_law import ModelCompensation
-from dvrk_ident_ros.gc.params import GcParameters
-from dvrk_ident_ros.gc.static_refit import refit_gravity
+from dvrk_ident_ros.gc.fitting.fits import FITS
+from dvrk_ident_ros.gc.fitting.mlse import relative_errors
+from dvrk_ident_ros.gc.fitting.static_refit import refit_gravity
+from dvrk_ident_ros.gc.model.params import GcParameters
+from dvrk_ident_ros.gc.runtime.law import CompensationLaw
+from dvrk_ident_ros.gc.runtime.model_law import ModelCompensation
 from dvrk_ident_ros.model.description import config_directory
 from dvrk_ident_ros.sim.arm import SimulatedArm
 from dvrk_ident_ros.sim.config import SimConfig, load_sim_config
@@ -143,7 +143,7 @@ def mtm(poses: int) -> bool:
           f"{r.rotation_deg.mean():.2f} deg; above the floor: {r.position_mm.mean() - floor.position_mm.mean():+.2f} "
           f"mm, {r.rotation_deg.mean() - floor.rotation_deg.mean():+.2f} deg (the floor is the simulated cable "
           "hysteresis letting go: no compensation that is a function of the pose alone goes below it)")
-    # the travel blend (gc/law.py): the branch each joint arrived on, held at rest; its travel width is not
+    # the travel blend (gc/runtime/law.py): the branch each joint arrived on, held at rest; its travel width is not
     # the simulator's (0.01 rad): the default 0.02 rad and a wider 0.05 rad
     travel = {}
     for width in TRAVEL_WIDTHS:

@@ -1,5 +1,5 @@
-"""Issue 34 acceptance (the fit check before a take-over, gc/fit_check.py): how often a right file is refused and
-a wrong file accepted, ROS-free.
+"""Issue 34 acceptance (the fit check before a take-over, gc/runtime/fit_check.py): how often a right file is
+refused and a wrong file accepted, ROS-free.
 
 The arm: the simulated MTML (dVRK 2.4, its own compensation on, as the node finds it), brought by move_jp to
 random poses in the central 80 % of the shipped grid's range, settled 1 s, its commanded effort averaged over
@@ -15,7 +15,7 @@ under each of two noise seeds. The files, each checked at every pose with the no
 
 Printed per file: the score's median and extremes over the poses and the poses refused. Then the real arm's
 own file at its held-out sweeps (../shared), the drift of the wrong files where they were accepted, and the
-take-over guard (gc/takeover_guard.py) run at every accepted (file, pose): what it stops. Then the same for the
+take-over guard (gc/runtime/takeover_guard.py) run at every accepted (file, pose): what it stops. Then the same for the
 PSM (:func:`psm`): models identified on the simulated PSM1 (right) and on perturbed PSMs (wrong), each refitted to
 the static holds of the arm it is checked on, checked by ModelFitCheck at random poses of the arm as shipped and
 with static friction. The narrow grid's files are also checked inside the range their grid covers (printed apart;
@@ -36,10 +36,10 @@ import numpy as np
 from dvrk_ident_ros.excitation.files import load_grid
 from dvrk_ident_ros.excitation.grid import narrow_grid
 from dvrk_ident_ros.excitation.playback import GridPlayback
-from dvrk_ident_ros.gc.fit_check import FitCheck
-from dvrk_ident_ros.gc.fits import FITS
-from dvrk_ident_ros.gc.law import CompensationLaw
-from dvrk_ident_ros.gc.params import GcParameters
+from dvrk_ident_ros.gc.fitting.fits import FITS
+from dvrk_ident_ros.gc.model.params import GcParameters
+from dvrk_ident_ros.gc.runtime.fit_check import FitCheck
+from dvrk_ident_ros.gc.runtime.law import CompensationLaw
 from dvrk_ident_ros.model.description import config_directory
 from dvrk_ident_ros.sim.arm import SimulatedArm
 from dvrk_ident_ros.sim.config import SimConfig, load_sim_config
@@ -59,7 +59,7 @@ WORKERS = 2
 
 def _law(data, source: str, orders: dict[int, int] | None = None) -> CompensationLaw:
     """The file `dvrk-ident gc fit` writes from ``data``, its own fit residual recorded."""
-    from dvrk_ident_ros.gc.mlse import fit_residual
+    from dvrk_ident_ros.gc.fitting.mlse import fit_residual
 
     fit = FITS["mlse"](data, orders)
     upper = np.append(data.tau[:, :6].max(0), 0.0)
@@ -180,7 +180,7 @@ def mtm() -> bool:
     print(f"  {len(files)} files made on the simulated arms ({time.perf_counter() - start:.0f} s here, "
           f"{WORKERS} processes)", flush=True)
     if CUHK.is_dir():
-        from dvrk_ident_ros.gc.loaders import load_poses
+        from dvrk_ident_ros.gc.fitting.loaders import load_poses
 
         files.append(("real MTML-41878 (../shared, CUHK)", False, _law(load_poses(CUHK), "41878")))
     else:
@@ -249,10 +249,10 @@ def narrow_in_range(files: list) -> None:
 
 def real_arm_held_out() -> tuple[int, int]:
     """A right file on a real arm: MLSE refitted on the CUHK MTML-41878 data without each fold of whole sweeps
-    (gc/validation.py), checked at the held-out sweeps' poses against their recorded holding efforts; and at
+    (gc/validation/validation.py), checked at the held-out sweeps' poses against their recorded holding efforts; and at
     the 10 % farthest poses of each joint (outside the refit's range: extrapolation, printed apart)."""
-    from dvrk_ident_ros.gc.loaders import load_poses
-    from dvrk_ident_ros.gc.validation import held_out_folds
+    from dvrk_ident_ros.gc.fitting.folds import held_out_folds
+    from dvrk_ident_ros.gc.fitting.loaders import load_poses
 
     if not CUHK.is_dir():
         print(f"  {CUHK} absent: no real arm's held-out check")
@@ -277,8 +277,8 @@ def guarded_takeover(job: tuple) -> tuple[bool, float, float]:
     compensation on) and settled 1 s, then the law alone at 1 kHz (servo_jf from each state sample) for the
     take-over guard's window. Returns (the guard tripped, its worst displacement over the limit, the tip's
     drift in mm over the window)."""
-    from dvrk_ident_ros.gc.model_law import ModelCompensation
-    from dvrk_ident_ros.gc.takeover_guard import GUARD_LIMITS, TakeoverGuard
+    from dvrk_ident_ros.gc.runtime.model_law import ModelCompensation
+    from dvrk_ident_ros.gc.runtime.takeover_guard import GUARD_LIMITS, TakeoverGuard
     from dvrk_ident_ros.sim.experiments import tip_drift
 
     law, goal, seed, *psm = job  # a PSM's: (its model's parameters, goal, seed, sticky)
@@ -335,9 +335,9 @@ def guard_rates(files: list, goals: np.ndarray, count: int, scores: dict) -> tup
     wrong_n = len(kinds) - right_n
     worst_right = max((w for (_, w, _), r in zip(results, kinds, strict=True) if r), default=0.0)
     drift_right = max((d for (_, _, d), r in zip(results, kinds, strict=True) if r), default=0.0)
-    print(f"  take-over guard (gc/takeover_guard.py) where the check accepted: right files tripped {right_trips}/"
-          f"{right_n} (worst {100 * worst_right:.0f} % of a limit, tip drift at most {drift_right:.1f} mm), wrong "
-          f"files stopped {wrong_stopped}/{wrong_n}")
+    print(f"  take-over guard (gc/runtime/takeover_guard.py) where the check accepted: right files tripped "
+          f"{right_trips}/{right_n} (worst {100 * worst_right:.0f} % of a limit, tip drift at most "
+          f"{drift_right:.1f} mm), wrong files stopped {wrong_stopped}/{wrong_n}")
     return right_trips, right_n, wrong_stopped, wrong_n
 
 
@@ -359,7 +359,7 @@ def drift_of_accepted(pairs: list, right_law: CompensationLaw, poses: np.ndarray
           f"poses: median {np.nanmedian(r):.2f} mm, max {np.nanmax(r):.2f} mm")
 
 
-# -- the PSM: an identified model's check (gc/fit_check.py ModelFitCheck) -------------------------------------
+# -- the PSM: an identified model's check (gc/runtime/fit_check.py ModelFitCheck) -------------------------------------
 PSM_SEEDS = (3, 4)  # the simulated recording's noise: two identifications of the same arm
 PSM_PERTURBATIONS = ((0.05, 0.002, (41, 42, 43)), (0.10, 0.005, (51, 52, 53)))
 PSM_HOLD_POSES = 32
@@ -377,7 +377,7 @@ def psm_file(job: tuple[str, int, float, float, int]) -> tuple[str, np.ndarray, 
     refit`'s gravity refit to holds from both sides, as a lab refits on the arm it compensates."""
     from dvrk_ident_ros.excitation.files import load_trajectory
     from dvrk_ident_ros.excitation.holds import holds_grid
-    from dvrk_ident_ros.gc.static_refit import refit_gravity
+    from dvrk_ident_ros.gc.fitting.static_refit import refit_gravity
     from dvrk_ident_ros.identify.pipeline import identify
     from dvrk_ident_ros.sim.experiments import static_holds
     from dvrk_ident_ros.sim.physics import ArmPhysics
@@ -410,8 +410,8 @@ def psm_file(job: tuple[str, int, float, float, int]) -> tuple[str, np.ndarray, 
 def psm() -> bool:
     """The PSM's files: each model identified once, refitted to the holds of the arm it is checked on (as
     shipped, and with static friction), checked at that arm's poses."""
-    from dvrk_ident_ros.gc.fit_check import ModelFitCheck
-    from dvrk_ident_ros.gc.model_law import ModelCompensation
+    from dvrk_ident_ros.gc.runtime.fit_check import ModelFitCheck
+    from dvrk_ident_ros.gc.runtime.model_law import ModelCompensation
 
     count = int(os.environ.get("DVRK_IDENT_BENCH_FIT_POSES", "30"))
     config = load_sim_config("psm")

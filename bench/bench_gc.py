@@ -13,12 +13,12 @@ from pathlib import Path
 import numpy as np
 
 from bench.timing import verdict
-from dvrk_ident_ros.gc.crossval import cross_validate, select_orders
-from dvrk_ident_ros.gc.data import load_cuhk
-from dvrk_ident_ros.gc.law import CompensationLaw
-from dvrk_ident_ros.gc.mlse import DEFAULT_ORDERS, fit_mlse, relative_errors
-from dvrk_ident_ros.gc.params import GcParameters, load_gc
-from dvrk_ident_ros.gc.regressor import torques
+from dvrk_ident_ros.gc.fitting.crossval import cross_validate, select_orders
+from dvrk_ident_ros.gc.fitting.data import load_cuhk
+from dvrk_ident_ros.gc.fitting.mlse import DEFAULT_ORDERS, fit_mlse, relative_errors
+from dvrk_ident_ros.gc.model.params import GcParameters, load_gc
+from dvrk_ident_ros.gc.model.regressor import torques
+from dvrk_ident_ros.gc.runtime.law import CompensationLaw
 
 DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "cuhk-mtm-gc" / "MTML-41878"
 

@@ -1,10 +1,10 @@
 """Issue 20 items 1-2: held-out generalisation of gc estimates on the CUHK MTML-41878 data.
 
-The protocol (dvrk_ident_ros/gc/validation.py): 5 folds of whole sweeps plus
+The protocol (dvrk_ident_ros/gc/validation/validation.py): 5 folds of whole sweeps plus
 the 10 % farthest poses of each joint; each estimator is refitted on every
 fold, the original tool's file is fixed and only evaluated on the held-out
 poses (which it was fitted on). Also printed: the format's bound
-(gc/bound.py), the file of least held-out figure on these poses and folds,
+(gc/validation/bound.py), the file of least held-out figure on these poses and folds,
 held-out poses seen: no 40-parameter file, whatever wrote it, scores below
 it. "cross": each joint's torque at rest on the other joints' held-out
 sweeps (a guard the own-sweep figure cannot replace). Pass: the regularised
@@ -19,12 +19,13 @@ from pathlib import Path
 
 import numpy as np
 
-from dvrk_ident_ros.gc.bound import format_bound
-from dvrk_ident_ros.gc.data import load_cuhk
-from dvrk_ident_ros.gc.mlse import fit_mlse
-from dvrk_ident_ros.gc.params import load_gc
-from dvrk_ident_ros.gc.regularised import Settings, fit_regularised
-from dvrk_ident_ros.gc.validation import FixedFile, HeldOut, held_out_errors, held_out_folds
+from dvrk_ident_ros.gc.fitting.data import load_cuhk
+from dvrk_ident_ros.gc.fitting.folds import held_out_folds
+from dvrk_ident_ros.gc.fitting.mlse import fit_mlse
+from dvrk_ident_ros.gc.fitting.regularised import Settings, fit_regularised
+from dvrk_ident_ros.gc.model.params import load_gc
+from dvrk_ident_ros.gc.validation.bound import format_bound
+from dvrk_ident_ros.gc.validation.validation import FixedFile, HeldOut, held_out_errors
 
 DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "cuhk-mtm-gc" / "MTML-41878"
 DEFAULT = {1: 4, 2: 1, 3: 4, 4: 4, 5: 4, 6: 4}

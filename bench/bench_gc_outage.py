@@ -33,8 +33,8 @@ FADE_OUT_TIME = 0.5  # s, the node's default
 
 def _gc_file(directory: Path) -> Path:
     """A gc file for the simulated MTML from its true gravity (exact 40-parameter part)."""
-    from dvrk_ident_ros.gc.derivation import gc_gravity_from_standard
-    from dvrk_ident_ros.gc.params import GcParameters
+    from dvrk_ident_ros.gc.model.derivation import gc_gravity_from_standard
+    from dvrk_ident_ros.gc.model.params import GcParameters
     from dvrk_ident_ros.sim.config import load_sim_config
 
     config = load_sim_config("mtm")

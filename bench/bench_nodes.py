@@ -54,8 +54,8 @@ def _latency_run(label: str, node: NodeProcess, duration: float, pose: list[floa
 
 def _gc_file(directory: Path) -> Path:
     """A gc file for the simulated MTML from its true gravity (exact 40-parameter part)."""
-    from dvrk_ident_ros.gc.derivation import gc_gravity_from_standard
-    from dvrk_ident_ros.gc.params import GcParameters
+    from dvrk_ident_ros.gc.model.derivation import gc_gravity_from_standard
+    from dvrk_ident_ros.gc.model.params import GcParameters
     from dvrk_ident_ros.sim.config import load_sim_config
 
     config = load_sim_config("mtm")

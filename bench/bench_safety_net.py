@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dvrk_ident_ros.gc.safety_net import read_state, state_path
+from dvrk_ident_ros.gc.runtime.safety_net import read_state, state_path
 from dvrk_ident_ros.jobs.launcher import NodeProcess, isolation_variables, ros_environment
 
 ARMS = ("MTML", "PSM1")  # DVRK_IDENT_BENCH_NET_ARMS: a comma-separated subset

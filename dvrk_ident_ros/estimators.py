@@ -3,12 +3,12 @@
 Every estimator the package offers is one :class:`Estimator` here, and nowhere
 else: the identification pipeline (:func:`dvrk_ident_ros.identify.pipeline.identify`)
 takes its least-squares weighting and whether it solves the physically
-consistent SDP from it, the gc fit (:mod:`dvrk_ident_ros.gc.mlse`) its fit, the
+consistent SDP from it, the gc fit (:mod:`dvrk_ident_ros.gc.fitting.mlse`) its fit, the
 command line its ``--method`` choices and help, ``/identify`` the methods it
 accepts, and the comments of srv/Identify.srv list the same names and summaries
 (test/test_estimators.py compares them). Likewise every compensation the
 ``gravity_compensation`` node runs is one :class:`CompensationKind`
-(:mod:`dvrk_ident_ros.gc.compensation` builds them).
+(:mod:`dvrk_ident_ros.gc.runtime.compensation` builds them).
 """
 from __future__ import annotations
 

@@ -116,7 +116,7 @@ def test_the_simulated_arm_takes_a_new_file_live():
     """SimulatedArm.set_console_gc: the chain applies from the next step (the built-in compensation on, its
     reading the chain's torques), None takes it away; dVRK 2.3 has no such input."""
     from dvrk_ident_ros.errors import DvrkIdentError
-    from dvrk_ident_ros.gc.console_gc import load_chain
+    from dvrk_ident_ros.gc.model.console_gc import load_chain
     from dvrk_ident_ros.sim.arm import SimulatedArm
     from dvrk_ident_ros.sim.config import load_sim_config
 
@@ -142,7 +142,7 @@ def test_gc_calibration_on_the_simulated_psm(tmp_path: Path, nodes_env):
     """The whole job on the simulated PSM1 (Classic, no compensation of its own: it sags): 20 holds, the refit
     of its true parameter file, the console's file, one pose held before and with it (the 7-link chain loads
     in the transcription's shape)."""
-    from dvrk_ident_ros.gc.console_gc import load_chain
+    from dvrk_ident_ros.gc.model.console_gc import load_chain
     from dvrk_ident_ros.jobs.launch_commands import launch_plan
     from dvrk_ident_ros.jobs.launcher import LaunchPlan
 

@@ -1,4 +1,4 @@
-"""The console's own PSM/ECM gravity (gc/console_gc.py) against a transcription of what the console computes.
+"""The console's own PSM/ECM gravity (gc/model/console_gc.py) against a transcription of what the console computes.
 
 The transcription below follows cisst's robManipulator::RNE_MDH (cisstRobot, the recursion CCG_MDH calls with
 zero velocities) link by link: a forward pass carrying the base's "up" acceleration into each link frame, a
@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from dvrk_ident_ros.errors import DataError
-from dvrk_ident_ros.gc.console_gc import (
+from dvrk_ident_ros.gc.model.console_gc import (
     JOINT_MAPS,
     ChainLink,
     ConsoleChain,

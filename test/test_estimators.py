@@ -21,10 +21,10 @@ from dvrk_ident_ros.estimators import (
     estimator,
     estimator_names,
 )
-from dvrk_ident_ros.gc.compensation import Compensation, load_compensation
-from dvrk_ident_ros.gc.fits import FITS
-from dvrk_ident_ros.gc.law import CompensationLaw
-from dvrk_ident_ros.gc.params import GcParameters
+from dvrk_ident_ros.gc.fitting.fits import FITS
+from dvrk_ident_ros.gc.model.params import GcParameters
+from dvrk_ident_ros.gc.runtime.compensation import Compensation, load_compensation
+from dvrk_ident_ros.gc.runtime.law import CompensationLaw
 from dvrk_ident_ros.identify.least_squares import WEIGHTINGS
 from dvrk_ident_ros.identify_request import plan_request
 
@@ -114,7 +114,7 @@ def test_factory_builds_the_mlse_law(tmp_path):
 
 
 def test_model_compensation_is_a_compensation():
-    from dvrk_ident_ros.gc.model_law import ModelCompensation
+    from dvrk_ident_ros.gc.runtime.model_law import ModelCompensation
     from dvrk_ident_ros.sim.config import load_sim_config
 
     config = load_sim_config("psm")

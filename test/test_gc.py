@@ -8,12 +8,12 @@ import pytest
 
 from dvrk_ident_ros.app import cli
 from dvrk_ident_ros.errors import DataError
-from dvrk_ident_ros.gc.data import PoseData, robust_mean
-from dvrk_ident_ros.gc.derivation import format_in_core, gc_gravity_from_standard
-from dvrk_ident_ros.gc.law import CompensationLaw
-from dvrk_ident_ros.gc.mlse import fit_mlse, fit_slse, new_gravity_columns, relative_errors
-from dvrk_ident_ros.gc.params import GcParameters, load_gc
-from dvrk_ident_ros.gc.regressor import gravity_regressor, gravity_torques, regressor, torques
+from dvrk_ident_ros.gc.fitting.data import PoseData, robust_mean
+from dvrk_ident_ros.gc.fitting.mlse import fit_mlse, fit_slse, new_gravity_columns, relative_errors
+from dvrk_ident_ros.gc.model.derivation import format_in_core, gc_gravity_from_standard
+from dvrk_ident_ros.gc.model.params import GcParameters, load_gc
+from dvrk_ident_ros.gc.model.regressor import gravity_regressor, gravity_torques, regressor, torques
+from dvrk_ident_ros.gc.runtime.law import CompensationLaw
 from dvrk_ident_ros.model.arm_model import load_model
 from dvrk_ident_ros.model.physical import random_physical_parameters
 
@@ -103,7 +103,7 @@ def test_fits_weigh_partly_turned_branches_by_the_recorded_state():
     branches exactly, and taking the pose for its sweep's whole branch biases them."""
     from dataclasses import replace
 
-    from dvrk_ident_ros.gc.regularised import Settings, fit_regularised
+    from dvrk_ident_ros.gc.fitting.regularised import Settings, fit_regularised
 
     rng = np.random.default_rng(21)
     theta_pos, theta_neg = _thetas(rng)
@@ -138,7 +138,7 @@ def test_held_out_scoring_of_weighted_poses():
     at-rest torque (the guard) is the mean of the two directions whatever the state."""
     from dataclasses import replace
 
-    from dvrk_ident_ros.gc.validation import FixedFile, at_rest
+    from dvrk_ident_ros.gc.validation.validation import FixedFile, at_rest
 
     rng = np.random.default_rng(22)
     theta_pos, theta_neg = _thetas(rng)
@@ -394,7 +394,7 @@ def test_law_at_scale_zero_with_the_cuhk_version_1_file(shared_dir):
 
 @pytest.mark.parametrize("family", ["mtm", "psm"])
 def test_model_law_at_scale_zero_commands_exactly_zero(family):
-    from dvrk_ident_ros.gc.model_law import ModelCompensation
+    from dvrk_ident_ros.gc.runtime.model_law import ModelCompensation
     from dvrk_ident_ros.sim.config import load_sim_config
 
     config = load_sim_config(family)
@@ -450,8 +450,8 @@ def test_gc_cli_unknown_arm(tmp_path, capsys):
     saved = load_gc(tmp_path / "gc.json")
     assert saved.arm == "MTML"
     # the fit's own residual on its poses, recorded for the fit check (the synthetic data's noise, per joint)
-    from dvrk_ident_ros.gc.fits import FITS
-    from dvrk_ident_ros.gc.loaders import load_poses
+    from dvrk_ident_ros.gc.fitting.fits import FITS
+    from dvrk_ident_ros.gc.fitting.loaders import load_poses
 
     poses = load_poses(path)
     fit = FITS["mlse"](poses, None)
@@ -521,8 +521,8 @@ def test_generated_gravity_columns_equal_the_spec():
 
 def test_generated_gravity_columns_equal_the_cores_first_moments():
     """Each generated column is the core's gravity column of the table's standard parameter (1e-12)."""
-    from dvrk_ident_ros.gc.derivation import core_gravity_dvrk
-    from dvrk_ident_ros.gc.symbolic_gravity import GC_COLUMNS
+    from dvrk_ident_ros.gc.model.derivation import core_gravity_dvrk
+    from dvrk_ident_ros.gc.model.symbolic_gravity import GC_COLUMNS
 
     model = load_model("mtm")
     q = _random_dvrk_poses(9)
@@ -538,7 +538,7 @@ def test_symbolic_gravity_columns_and_cache(tmp_path):
     """The sympy columns are compact (q3 only through q2 + q3) and a cold generation is cached and reused."""
     import sympy
 
-    from dvrk_ident_ros.gc import symbolic_gravity
+    from dvrk_ident_ros.gc.model import symbolic_gravity
 
     M = symbolic_gravity.gravity_columns()
     q = sympy.symbols("q1:8", real=True)

@@ -13,11 +13,11 @@ from dvrk_ident_ros.arm.player_phase import PlayerPhase
 from dvrk_ident_ros.data.interfaces import JOINT_STATE, OPERATING_STATE, PLAYER_STATUS, typestore
 from dvrk_ident_ros.errors import DataError
 from dvrk_ident_ros.excitation.files import save_grid
-from dvrk_ident_ros.gc.data import PoseData
-from dvrk_ident_ros.gc.loaders import load_poses
-from dvrk_ident_ros.gc.mlse import fit_mlse
-from dvrk_ident_ros.gc.params import load_gc
-from dvrk_ident_ros.gc.regressor import torques
+from dvrk_ident_ros.gc.fitting.data import PoseData
+from dvrk_ident_ros.gc.fitting.loaders import load_poses
+from dvrk_ident_ros.gc.fitting.mlse import fit_mlse
+from dvrk_ident_ros.gc.model.params import load_gc
+from dvrk_ident_ros.gc.model.regressor import torques
 
 
 def _load_all(path, **kwargs):

@@ -253,8 +253,8 @@ def test_dvrk_ident_launch_refuses_a_psm_without_its_model_before_any_node_start
 @pytest.mark.ros
 @pytest.mark.slow
 def test_gc_calibration_on_the_simulated_mtml(tmp_path: Path, nodes_env):
-    from dvrk_ident_ros.gc.bags import load_pose_bag
-    from dvrk_ident_ros.gc.params import load_gc
+    from dvrk_ident_ros.gc.fitting.bags import load_pose_bag
+    from dvrk_ident_ros.gc.model.params import load_gc
     from dvrk_ident_ros.jobs.launch_commands import launch_plan
     from dvrk_ident_ros.jobs.launcher import LaunchPlan
 

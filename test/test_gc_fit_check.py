@@ -1,4 +1,4 @@
-"""The fit check of a gc file against the arm's holding effort (gc/fit_check.py): the band of the file's two
+"""The fit check of a gc file against the arm's holding effort (gc/runtime/fit_check.py): the band of the file's two
 directions, the per-joint distance, the score and the reason; checked against the law itself."""
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from dvrk_ident_ros.errors import DataError
-from dvrk_ident_ros.gc.fit_check import MTM_TOLERANCE, FitCheck
-from dvrk_ident_ros.gc.law import CompensationLaw
-from dvrk_ident_ros.gc.params import GcParameters
+from dvrk_ident_ros.gc.model.params import GcParameters
+from dvrk_ident_ros.gc.runtime.fit_check import MTM_TOLERANCE, FitCheck
+from dvrk_ident_ros.gc.runtime.law import CompensationLaw
 
 Q = [0.1, 0.3, -0.2, 0.4, 1.2, 0.1, 0.0]
 
@@ -84,9 +84,9 @@ def test_wrong_lengths_are_a_data_error():
         FitCheck(_law()).check(Q[:6], [0.0] * 7)
 
 
-# -- the take-over guard (gc/takeover_guard.py) ------------------------------------------------------------
+# -- the take-over guard (gc/runtime/takeover_guard.py) ------------------------------------------------------------
 def test_the_guard_trips_on_the_joint_furthest_beyond_its_limit_within_its_window():
-    from dvrk_ident_ros.gc.takeover_guard import MTM_GUARD_LIMIT, TakeoverGuard
+    from dvrk_ident_ros.gc.runtime.takeover_guard import MTM_GUARD_LIMIT, TakeoverGuard
 
     guard = TakeoverGuard(MTM_GUARD_LIMIT, window=2.0)
     assert not guard.watching and guard.check(Q, 0.0) == -1  # not started: nothing to watch
@@ -104,7 +104,7 @@ def test_the_guard_trips_on_the_joint_furthest_beyond_its_limit_within_its_windo
 
 
 def test_the_guard_starts_again_at_every_take_over_and_refuses_bad_limits():
-    from dvrk_ident_ros.gc.takeover_guard import TakeoverGuard
+    from dvrk_ident_ros.gc.runtime.takeover_guard import TakeoverGuard
 
     guard = TakeoverGuard((0.1, 0.1), window=1.0)
     guard.start([0.0, 0.0], [0.0, 0.0], 0.0)
@@ -122,7 +122,7 @@ def test_the_guard_starts_again_at_every_take_over_and_refuses_bad_limits():
 @pytest.fixture(scope="module")
 def psm_compensation():
     from dvrk_ident_ros.arm.registry import arm_spec
-    from dvrk_ident_ros.gc.model_law import load_model_compensation
+    from dvrk_ident_ros.gc.runtime.model_law import load_model_compensation
     from dvrk_ident_ros.sim.config import load_sim_config
 
     return load_model_compensation(load_sim_config("psm").parameter_file, arm_spec("PSM1"))
@@ -130,7 +130,7 @@ def psm_compensation():
 
 def test_a_models_band_is_its_torque_plus_or_minus_each_joints_static_friction(psm_compensation):
     """Checked against the model's own torque and its Fc<j> + |Fo<j>| read independently of the check."""
-    from dvrk_ident_ros.gc.fit_check import PSM_TOLERANCE, ModelFitCheck, fit_check_for
+    from dvrk_ident_ros.gc.runtime.fit_check import PSM_TOLERANCE, ModelFitCheck, fit_check_for
 
     check = ModelFitCheck(psm_compensation)
     q = [0.2, -0.3, 0.12, 0.1, 0.2, -0.1]
@@ -159,8 +159,8 @@ def test_a_models_refit_to_holds_narrows_its_band_to_the_friction_the_holds_show
     import json
 
     from dvrk_ident_ros.arm.registry import arm_spec
-    from dvrk_ident_ros.gc.fit_check import HOLD_SIGMAS, ModelFitCheck
-    from dvrk_ident_ros.gc.model_law import load_model_compensation
+    from dvrk_ident_ros.gc.runtime.fit_check import HOLD_SIGMAS, ModelFitCheck
+    from dvrk_ident_ros.gc.runtime.model_law import load_model_compensation
     from dvrk_ident_ros.sim.config import load_sim_config
 
     q = [0.2, -0.3, 0.12, 0.1, 0.2, -0.1]
@@ -190,8 +190,8 @@ def test_a_gc_file_s_own_fit_residual_widens_its_tolerance_never_narrows_it(tmp_
     RESIDUAL_SIGMAS r); a file without it keeps the defaults; a malformed one is refused."""
     import json
 
-    from dvrk_ident_ros.gc.fit_check import RESIDUAL_SIGMAS
-    from dvrk_ident_ros.gc.params import load_gc
+    from dvrk_ident_ros.gc.model.params import load_gc
+    from dvrk_ident_ros.gc.runtime.fit_check import RESIDUAL_SIGMAS
 
     law = _law()
     params = law.params

@@ -1,5 +1,5 @@
-"""Who has the arm (gc/ownership.py, ROS-free): the gravity compensation's decisions off its control path, as the
-node feeds them (samples at 100 Hz, operating states, readings of the dVRK's own compensation), against fakes of
+"""Who has the arm (gc/runtime/ownership.py, ROS-free): the gravity compensation's decisions off its control path,
+as the node feeds them (samples at 100 Hz, operating states, readings of the dVRK's own compensation), against fakes of
 the node's publishers and of its operating-state monitor: what is published, in which order, and what is said."""
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ from types import SimpleNamespace
 import pytest
 
 from dvrk_ident_ros.arm.state import OperatingStatus
-from dvrk_ident_ros.gc.fit_check import FitVerdict
-from dvrk_ident_ros.gc.held_effort import FIT_SAMPLES, HeldEffort
-from dvrk_ident_ros.gc.ownership import ArmOwnership
-from dvrk_ident_ros.gc.supervisor import CompensationState, CompensationSupervisor, SupervisorSettings
-from dvrk_ident_ros.gc.takeover_guard import GUARD_STOP, MTM_GUARD_LIMIT, TakeoverGuard
+from dvrk_ident_ros.gc.runtime.fit_check import FitVerdict
+from dvrk_ident_ros.gc.runtime.held_effort import FIT_SAMPLES, HeldEffort
+from dvrk_ident_ros.gc.runtime.ownership import ArmOwnership
+from dvrk_ident_ros.gc.runtime.supervisor import CompensationState, CompensationSupervisor, SupervisorSettings
+from dvrk_ident_ros.gc.runtime.takeover_guard import GUARD_STOP, MTM_GUARD_LIMIT, TakeoverGuard
 
 PERIOD = 0.01
 JOINTS = 7

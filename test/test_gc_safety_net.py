@@ -1,4 +1,4 @@
-"""The safety net's core (gc/safety_net.py): the state the compensation node leaves, what the net does with
+"""The safety net's core (gc/runtime/safety_net.py): the state the compensation node leaves, what the net does with
 it, and how it sees a process end (a pidfd: at once, SIGKILL included)."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import time
 import pytest
 
 from dvrk_ident_ros.errors import DataError
-from dvrk_ident_ros.gc.safety_net import (
+from dvrk_ident_ros.gc.runtime.safety_net import (
     HandBack,
     NetState,
     ProcessWatch,

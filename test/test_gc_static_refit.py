@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from dvrk_ident_ros.errors import DataError
-from dvrk_ident_ros.gc.model_law import ModelCompensation
-from dvrk_ident_ros.gc.static_refit import refit_gravity, rest_holds
+from dvrk_ident_ros.gc.fitting.static_refit import refit_gravity, rest_holds
+from dvrk_ident_ros.gc.runtime.model_law import ModelCompensation
 from dvrk_ident_ros.sim.arm import SimulatedArm
 from dvrk_ident_ros.sim.config import load_sim_config
 from dvrk_ident_ros.sim.experiments import drift_test, random_poses, static_holds
@@ -172,7 +172,7 @@ def test_gc_refit_command_writes_a_file_the_compensation_loads_with_the_true_gra
     from dvrk_ident_ros.app import cli
     from dvrk_ident_ros.arm.registry import arm_spec
     from dvrk_ident_ros.data.bags import write_joint_state_bag
-    from dvrk_ident_ros.gc.model_law import load_model_compensation
+    from dvrk_ident_ros.gc.runtime.model_law import load_model_compensation
     from dvrk_ident_ros.identify.results import IdentificationResult
 
     config = load_sim_config("psm")

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dvrk_ident_ros.gc.health import ERROR, OK, WARN, compensation_health
-from dvrk_ident_ros.gc.supervisor import (
+from dvrk_ident_ros.gc.runtime.health import ERROR, OK, WARN, compensation_health
+from dvrk_ident_ros.gc.runtime.supervisor import (
     BuiltinCompensation,
     CompensationState,
     CompensationSupervisor,

@@ -2,8 +2,8 @@
 says, when it turns the dVRK's own compensation off, as the node runs them on every valid sample at 100 Hz."""
 from __future__ import annotations
 
-from dvrk_ident_ros.gc.supervisor import BuiltinCompensation, CompensationSupervisor, SupervisorSettings
-from dvrk_ident_ros.gc.takeover import (
+from dvrk_ident_ros.gc.runtime.supervisor import BuiltinCompensation, CompensationSupervisor, SupervisorSettings
+from dvrk_ident_ros.gc.runtime.takeover import (
     HANDOVER_SETTLE,
     NO_READINGS_AFTER,
     REPEAT_OFF_EVERY,

@@ -1,4 +1,5 @@
-"""The held-out protocol of gc estimates (gc/validation.py) and the regularised MLSE (gc/regularised.py)."""
+"""The held-out protocol of gc estimates (gc/validation/validation.py, the folds of gc/fitting/folds.py) and the
+regularised MLSE (gc/fitting/regularised.py)."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -8,11 +9,12 @@ import pytest
 from test_gc import _synthetic, _thetas
 
 from dvrk_ident_ros.errors import DataError
-from dvrk_ident_ros.gc.bound import format_bound, own_torque_design
-from dvrk_ident_ros.gc.fits import FITS
-from dvrk_ident_ros.gc.mlse import fit_mlse
-from dvrk_ident_ros.gc.regularised import Settings, fit_regularised
-from dvrk_ident_ros.gc.validation import FixedFile, held_out_errors, held_out_folds
+from dvrk_ident_ros.gc.fitting.fits import FITS
+from dvrk_ident_ros.gc.fitting.folds import held_out_folds
+from dvrk_ident_ros.gc.fitting.mlse import fit_mlse
+from dvrk_ident_ros.gc.fitting.regularised import Settings, fit_regularised
+from dvrk_ident_ros.gc.validation.bound import format_bound, own_torque_design
+from dvrk_ident_ros.gc.validation.validation import FixedFile, held_out_errors
 
 
 @pytest.fixture(scope="module")
@@ -115,9 +117,9 @@ def test_format_bound_is_zero_on_noise_free_data_and_needs_every_joint(synthetic
 def test_regularised_mlse_generalises_better_than_mlse_on_mtml_41878(shared_dir):
     """Measured (bench/bench_gc_generalisation.py): held-out mean 15.04 % (rmlse) vs 15.51 % (MLSE), cross
     guard 53.7 % vs 55.9 %; the original file 13.53 % (its held-out poses were in its fit); the format's
-    bound (gc/bound.py: the least figure of any file) 13.08 %: 15 % below the original is out of reach."""
-    from dvrk_ident_ros.gc.data import load_cuhk
-    from dvrk_ident_ros.gc.params import load_gc
+    bound (gc/validation/bound.py: the least figure of any file) 13.08 %: 15 % below the original is out of reach."""
+    from dvrk_ident_ros.gc.fitting.data import load_cuhk
+    from dvrk_ident_ros.gc.model.params import load_gc
 
     root = shared_dir / "data" / "cuhk-mtm-gc" / "MTML-41878"
     data = load_cuhk(root)
@@ -138,7 +140,7 @@ def test_gc_check_prints_the_held_out_report_beside_the_file_and_the_bound(synth
     import json
 
     from dvrk_ident_ros.app import cli
-    from dvrk_ident_ros.gc.params import GcParameters
+    from dvrk_ident_ros.gc.model.params import GcParameters
 
     data, theta_pos, theta_neg = synthetic
     rng = np.random.default_rng(3)

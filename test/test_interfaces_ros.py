@@ -9,7 +9,7 @@ import pytest
 from helpers.processes import output_of, running
 
 from dvrk_ident_ros.arm.player_phase import PlayerPhase
-from dvrk_ident_ros.gc.supervisor import CompensationState
+from dvrk_ident_ros.gc.runtime.supervisor import CompensationState
 
 pytestmark = pytest.mark.ros
 HELPERS = Path(__file__).parent / "helpers"

@@ -29,7 +29,10 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("data", ("data", "safety")),  # recordings; the checks every command passes
     ("excitation", ("excitation",)),
     ("identify", ("identify", "identify_request")),
-    ("gc", ("gc",)),  # MTM gravity compensation (MLSE) and the compensation interface
+    ("gc model", ("gc", "gc.model")),  # the gc file's model: regressor, gc JSON, console files, cable state
+    ("gc fitting", ("gc.fitting",)),  # estimating a gc file from recorded poses (MLSE), the held-out folds
+    ("gc validation", ("gc.validation",)),  # held-out figures of gc estimates, the format's bound
+    ("gc runtime", ("gc.runtime",)),  # the compensation while the arm runs: law, supervisor, take-over
     ("sim", ("sim",)),  # the simulated arm
     ("export", ("export",)),  # URDF / MJCF of identified arms; its checks against sim/
     ("node support", ("parameters", "node_help")),  # the nodes' parameter schemas and --help (ROS-free)
@@ -46,6 +49,9 @@ ROS_LAYERS = ("ros", "nodes")
 #: clients (``ros``) and runs nodes as processes, never by importing them.
 APART = (("app", "nodes"),)
 ROS_MODULES = ("rclpy", "rosidl_runtime_py", "dvrk_ident")
+#: Rooms of one layer's package that never import each other in either direction (module prefixes below the
+#: package): the compensation at run time and the offline fitting and validation of gc files.
+APART_ROOMS = (("gc.runtime", "gc.fitting"), ("gc.runtime", "gc.validation"))
 
 
 def package_modules(root: Path) -> dict[str, Path]:
@@ -188,6 +194,22 @@ def test_the_command_line_and_the_nodes_do_not_import_each_other(package_graph):
     level = package_level(graph)
     crossings = [f"{a} -> {b}" for x, y in APART for a, b in ((x, y), (y, x)) if b in level.get(a, set())]
     assert not crossings, crossings
+
+
+def room_crossings(graph: dict[str, set[str]], apart=APART_ROOMS) -> list[str]:
+    """Every import between two rooms that must stay apart."""
+    def inside(module: str, room: str) -> bool:
+        return module == f"{PACKAGE}.{room}" or module.startswith(f"{PACKAGE}.{room}.")
+
+    return sorted(f"{a} -> {b}" for x, y in apart for p, q in ((x, y), (y, x))
+                  for a, deps in graph.items() if inside(a, p) for b in deps if inside(b, q))
+
+
+def test_the_compensation_at_run_time_and_the_offline_fitting_do_not_import_each_other(package_graph):
+    graph, _ = package_graph
+    assert room_crossings(graph) == []
+    planted = {**graph, f"{PACKAGE}.gc.runtime.law": {f"{PACKAGE}.gc.fitting.mlse"}}
+    assert room_crossings(planted) == [f"{PACKAGE}.gc.runtime.law -> {PACKAGE}.gc.fitting.mlse"]
 
 
 def test_only_the_ros_layer_imports_ros(package_graph):

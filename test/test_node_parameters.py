@@ -154,7 +154,7 @@ def test_the_reference_check_sees_a_stale_page(tmp_path, monkeypatch, capsys):
 
 
 def test_schema_defaults_are_the_cores():
-    from dvrk_ident_ros.gc.supervisor import SETTING_BOUNDS, SupervisorSettings
+    from dvrk_ident_ros.gc.runtime.supervisor import SETTING_BOUNDS, SupervisorSettings
     from dvrk_ident_ros.sim.arm import FAULT_TRACKING_ERROR
 
     gc, defaults = SCHEMAS["gravity_compensation"], SupervisorSettings()
@@ -202,7 +202,7 @@ def test_describe_and_set_on_a_running_node(ros_env, rclpy_context, tmp_path):
     from rcl_interfaces.srv import DescribeParameters, SetParameters
     from test_nodes_gc import _gc_file, _gc_node, _Harness, _state
 
-    from dvrk_ident_ros.gc.law import CompensationLaw
+    from dvrk_ident_ros.gc.runtime.law import CompensationLaw
 
     path, params = _gc_file(tmp_path, spread=0.1)  # some torques beyond the file's limits (+-1 N m)
     rng = np.random.default_rng(3)

@@ -17,9 +17,9 @@ import pytest
 from helpers.processes import output_of, running
 from helpers.ros_probe import Probe
 
-from dvrk_ident_ros.gc.law import CompensationLaw
-from dvrk_ident_ros.gc.params import GcParameters
-from dvrk_ident_ros.gc.supervisor import CompensationState
+from dvrk_ident_ros.gc.model.params import GcParameters
+from dvrk_ident_ros.gc.runtime.law import CompensationLaw
+from dvrk_ident_ros.gc.runtime.supervisor import CompensationState
 
 ARM = "MTML"
 MEASURED, SERVO_JF, BUILTIN = f"/{ARM}/measured_js", f"/{ARM}/servo_jf", f"/{ARM}/use_gravity_compensation"
@@ -1094,7 +1094,7 @@ def test_an_identified_model_holds_the_simulated_psm_through_the_node(ros_env, r
 @pytest.mark.ros
 def test_a_gc_file_of_another_arm_is_refused_before_any_command(ros_env, rclpy_context, shared_dir):
     """A real MTML's gc file (CUHK's MTML-41878, fitted by dvrk-ident gc fit's loader) on the simulated MTML,
-    homed and held by its PID and the dVRK's own compensation: the fit check (gc/fit_check.py) compares the
+    homed and held by its PID and the dVRK's own compensation: the fit check (gc/runtime/fit_check.py) compares the
     file's torques at the pose with the arm's holding effort and refuses: no servo_jf, no
     use_gravity_compensation, the reason with the joints and N m, exit status 2. (Unchecked, this file moved
     the arm about 1 rad on joints 2-4 within 2 s.)"""
@@ -1128,7 +1128,7 @@ def test_the_safety_net_hands_back_an_arm_whose_compensation_was_killed(ros_env,
     hands back itself and the net sends nothing; killed with SIGKILL while it compensates, the net (started by
     the same launch) sends /MTML/hold and the dVRK's own compensation back on, once each, and says so
     (bench/bench_safety_net.py measures how soon, under both launchers)."""
-    from dvrk_ident_ros.gc.safety_net import read_state, state_path
+    from dvrk_ident_ros.gc.runtime.safety_net import read_state, state_path
 
     model = _sim_gc_file(tmp_path)
     launch = [sys.executable, "-m", "dvrk_ident_ros.app.cli", "launch", "gravity_compensation", "arm:=mtml",
@@ -1185,7 +1185,7 @@ def test_the_safety_net_leaves_a_leftover_alone_and_marks_what_it_handed_back(ro
     the net watches is handed back once, and the net writes `owned: false` so that no later net repeats it."""
     from std_msgs.msg import Empty
 
-    from dvrk_ident_ros.gc.safety_net import NetState, read_state, state_path, write_state
+    from dvrk_ident_ros.gc.runtime.safety_net import NetState, read_state, state_path, write_state
 
     path = state_path(ARM, ros_env["ROS_DOMAIN_ID"])
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
@@ -1220,7 +1220,7 @@ def test_the_safety_net_leaves_a_leftover_alone_and_marks_what_it_handed_back(ro
 def test_a_file_that_pulls_the_arm_away_after_the_take_over_is_stopped(ros_env, rclpy_context, tmp_path):
     """A file only a little off (the simulated MTML's own model with the shoulder link's first moment along x
     5 % larger: about 0.18 N m on the shoulder at home) is taken over, then pulls the arm away from where it
-    rested: the take-over guard (gc/takeover_guard.py) stops it within its window: /MTML/hold, the dVRK's own
+    rested: the take-over guard (gc/runtime/takeover_guard.py) stops it within its window: /MTML/hold, the dVRK's own
     compensation back on as found, the joint and its displacement in the reason, exit status 2."""
     import json
 
@@ -1259,7 +1259,7 @@ def test_a_file_that_pulls_the_arm_away_after_the_take_over_is_stopped(ros_env, 
 
 @pytest.mark.ros
 def test_a_psm_model_of_another_arm_is_refused_before_any_command(ros_env, rclpy_context, tmp_path):
-    """The PSM's fit check (gc/fit_check.py ModelFitCheck): the simulated PSM1's own parameter file with every
+    """The PSM's fit check (gc/runtime/fit_check.py ModelFitCheck): the simulated PSM1's own parameter file with every
     link's first moments 10 % larger (another arm of the design) is refused before its first command: the
     model's torques at the pose, plus or minus each joint's identified static friction, against the arm's
     holding effort (setpoint_js); no servo_jf, the reason with the joints and N m, exit status 2."""

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from dvrk_ident_ros.gc.data import load_cuhk
-from dvrk_ident_ros.gc.mlse import fit_mlse, relative_errors
-from dvrk_ident_ros.gc.params import load_gc
+from dvrk_ident_ros.gc.fitting.data import load_cuhk
+from dvrk_ident_ros.gc.fitting.mlse import fit_mlse, relative_errors
+from dvrk_ident_ros.gc.model.params import load_gc
 
 
 def test_mlse_reproduces_the_original_tool_on_mtml_41878(shared_dir):

@@ -64,7 +64,7 @@ def test_collection_leaves_out_each_sweeps_first_pose_and_takes_the_time_estimat
     print(f"joint 6 holding torque: end of positive sweep {last_pos:.4f}, first negative {first_neg:.4f}, "
           f"second negative {second_neg:.4f} N m")
     assert abs(first_neg - last_pos) < 0.5 * abs(second_neg - last_pos)
-    # the direction state over the recorded motion says so (gc/travel.py): the fit weighs that pose by it
+    # the direction state over the recorded motion says so (gc/model/travel.py): the fit weighs that pose by it
     branch = full.branch[full.sweep == 1]
     print(f"joint 6 direction state: first negative pose {branch[0]:+.2f}, second {branch[1]:+.2f}")
     assert branch[0] > 0.5 and branch[1] < -0.9
@@ -75,7 +75,7 @@ def test_collection_leaves_out_each_sweeps_first_pose_and_takes_the_time_estimat
 def test_the_psm_model_compensation_holds_the_simulated_psm():
     """The true model's compensation (gravity, springs, counterweight) holds the simulated PSM; without it the
     arm moves (bench/bench_drift.py: the identified model's)."""
-    from dvrk_ident_ros.gc.model_law import ModelCompensation
+    from dvrk_ident_ros.gc.runtime.model_law import ModelCompensation
 
     config = load_sim_config("psm")
     arm = SimulatedArm(config, "PSM1", seed=1)
@@ -95,7 +95,7 @@ def test_a_pose_where_the_arm_faults_is_counted_and_the_test_goes_on(where):
     after the drift then trips the PID's tracking check: the pose's drift counts, the fault is that pose's), or a
     fault comes while the arm approaches it (the pose is not held: NaN, left out of the statistics). The arm is
     enabled and homed again, as a person at the console does, and the other poses are held as before."""
-    from dvrk_ident_ros.gc.model_law import ModelCompensation
+    from dvrk_ident_ros.gc.runtime.model_law import ModelCompensation
 
     config = load_sim_config("psm")
     arm = SimulatedArm(config, "PSM1", seed=1)

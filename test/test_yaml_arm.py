@@ -122,7 +122,7 @@ def test_planar_arm_through_the_nodes(planar_path, ros_env, tmp_path: Path):
     """simulated PLANAR1 -> player (home_arm, the registry's trajectory) -> recorder -> /identify (sdp) ->
     gravity_compensation from the identified file on the simulated arm (its torques against the true gravity); nothing
     but YAML describes it."""
-    from dvrk_ident_ros.gc.model_law import ModelCompensation
+    from dvrk_ident_ros.gc.runtime.model_law import ModelCompensation
     from dvrk_ident_ros.identify.results import IdentificationResult
     from dvrk_ident_ros.jobs.launch_support import default_trajectory
     from dvrk_ident_ros.jobs.launcher import NodeProcess, ros_environment, wait_for
@@ -202,7 +202,7 @@ def test_planar_arm_through_the_nodes(planar_path, ros_env, tmp_path: Path):
     # the bound the identification was held to above: 4 % of the largest gravity torque, in motor torques (the
     # gravity residue through the nodes is 0.5-3 %; at one pose it reached 0.076 N m of 2.5 N m once)
     from dvrk_ident_ros.arm.registry import arm_spec
-    from dvrk_ident_ros.gc.model_law import load_model_compensation
+    from dvrk_ident_ros.gc.runtime.model_law import load_model_compensation
 
     identified = np.array(load_model_compensation(Path(r.result_file), arm_spec(ARM)).compute(held, None))
     print(f"the file's law at that pose: {np.round(identified, 4)} N m")

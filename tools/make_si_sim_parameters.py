@@ -22,7 +22,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from dvrk_ident_ros.gc.console_gc import load_chain  # noqa: E402
+from dvrk_ident_ros.gc.model.console_gc import load_chain  # noqa: E402
 from dvrk_ident_ros.identify.results import IdentificationResult  # noqa: E402
 from dvrk_ident_ros.model.arm_model import load_model  # noqa: E402
 from dvrk_ident_ros.model.physical import barycentric_from_physical  # noqa: E402

@@ -299,7 +299,7 @@ def _hold_with_node(arm: str, parameter_file: Path, goals: np.ndarray, reference
 
 
 def _hold_stage(gc_file: Path, logs: Path, env: dict, poses: int, seed: int) -> None:
-    from dvrk_ident_ros.gc.loaders import load_poses
+    from dvrk_ident_ros.gc.fitting.loaders import load_poses
     from dvrk_ident_ros.sim.arm import SimulatedArm
     from dvrk_ident_ros.sim.config import load_sim_config
     from dvrk_ident_ros.sim.experiments import random_poses

@@ -1,4 +1,4 @@
-"""Static holds: random poses for the gravity refit of an identified model (gc/static_refit.py), as a pose grid
+"""Static holds: random poses for the gravity refit of an identified model (gc/fitting/static_refit.py), as a pose grid
 the player plays (move_jp, settle, sample) and the recorder records.
 
 The poses are drawn uniformly in the central ``fraction`` of every joint's range (the arm description's

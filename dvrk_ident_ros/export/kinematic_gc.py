@@ -1,7 +1,7 @@
 """An identified arm's gravity as the dVRK 2.4 console's ``kinematic_gc`` file (PSM, ECM), ROS-free.
 
 The console applies a physical-DH chain's static torques in its own loop, in every mode, teleoperation
-included (gc/console_gc.py). The chain's mass moments are fitted to the identified model's gravity (its
+included (gc/model/console_gc.py). The chain's mass moments are fitted to the identified model's gravity (its
 standard parameters, springs and known torques) over random poses inside the arm's limits, every joint the
 chain does not read (the PSM's wrist) random too; the residual is measured at other random poses and the file
 is refused when it exceeds the tolerance: the noise of the static holds the file was refitted to
@@ -66,7 +66,7 @@ def kinematic_gc_export(params: str | Path, *, variant: str | None = None, seed:
                         max_residual: list[float] | None = None) -> KinematicGcExport:
     """The console file for an identified parameter file (SDP: standard parameters) of a PSM or ECM."""
     from dvrk_ident_ros.arm.registry import arm_spec
-    from dvrk_ident_ros.gc.console_gc import load_chain
+    from dvrk_ident_ros.gc.model.console_gc import load_chain
     from dvrk_ident_ros.identify.pipeline import model_for
     from dvrk_ident_ros.identify.results import IdentificationResult
 
@@ -96,7 +96,7 @@ def fit_console_chain(model, delta: np.ndarray, spec, tolerance: np.ndarray, tol
     """The arm family's console chain (``spec.console_gc``) fitted to the gravity of ``model`` with standard
     parameters ``delta``; a DataError, nothing returned, when a joint's residual RMS exceeds ``tolerance``."""
     from dvrk_ident_ros.excitation.holds import random_poses
-    from dvrk_ident_ros.gc.console_gc import fit_moments, load_chain, mounting_pitch_of
+    from dvrk_ident_ros.gc.model.console_gc import fit_moments, load_chain, mounting_pitch_of
     from dvrk_ident_ros.safety import CommandChecker
 
     template = load_chain(spec.console_gc)

@@ -41,7 +41,7 @@ class IdentificationResult:
     # SDP only: how ``standard`` was chosen in the null space (identify/plausible.py): prior, per-link
     # divergence and active bounds, the SDP's own standard parameters; {} for OLS/WLS and older files
     plausibility: dict = field(default_factory=dict)
-    # the gravity refitted to static holds (gc/static_refit.py, ``dvrk-ident gc refit``): the holds' source,
+    # the gravity refitted to static holds (gc/fitting/static_refit.py, ``dvrk-ident gc refit``): the holds' source,
     # their count, the residuals before and after, the standard parameters before; {} when not refitted
     gravity_refit: dict = field(default_factory=dict)
     format: str = FORMAT

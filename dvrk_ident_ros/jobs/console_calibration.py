@@ -333,7 +333,7 @@ class ConsoleCalibration(StagedJob):
     def hold_test(self, report: ConsoleReport) -> None:
         """Stage 4: hold the arm in position mode with its compensation, then with the new file."""
         from dvrk_ident_ros.excitation.holds import random_poses
-        from dvrk_ident_ros.gc.console_gc import load_chain
+        from dvrk_ident_ros.gc.model.console_gc import load_chain
         from dvrk_ident_ros.model.arm_model import load_model
         from dvrk_ident_ros.safety import CommandChecker
 

@@ -33,7 +33,7 @@ import numpy as np
 from dvrk_ident_ros.arm.registry import arm_spec, canonical_arm
 from dvrk_ident_ros.errors import CalibrationRefusedError, DataError, DvrkIdentError, StepFailedError
 from dvrk_ident_ros.files import resolve_package_file
-from dvrk_ident_ros.gc.takeover_guard import GUARD_STOP
+from dvrk_ident_ros.gc.runtime.takeover_guard import GUARD_STOP
 from dvrk_ident_ros.jobs.collection import DONE, FAILED, GridCollection, StagedJob
 from dvrk_ident_ros.jobs.hold_test import Drift, drift_of, hold_poses, limits_check, tip_function
 
@@ -322,13 +322,13 @@ class Calibration(StagedJob):
             raise StepFailedError(f"fit: {exc}") from exc
         self.say(f"      {outcome.summary}")
         self.say(f"      written to {outcome.result_file}")
-        from dvrk_ident_ros.gc.loaders import load_poses
+        from dvrk_ident_ros.gc.fitting.loaders import load_poses
 
         return outcome.summary, len(load_poses(s.bag, effort=s.effort).q)
 
     def hold(self) -> tuple[list[Drift], list[int]]:
         """Stage 3: hold the arm with the new file at poses away from the grid; the drift of each."""
-        from dvrk_ident_ros.gc.loaders import load_poses
+        from dvrk_ident_ros.gc.fitting.loaders import load_poses
         from dvrk_ident_ros.jobs.launcher import NodeProcess, wait_for
 
         s = self.settings

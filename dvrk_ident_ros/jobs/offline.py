@@ -17,8 +17,8 @@ import numpy as np
 from dvrk_ident_ros.arm.state_rate import IDENTIFICATION_RATE, low_rate_advice, rate_from_stamps
 from dvrk_ident_ros.errors import DataError, SolverError
 from dvrk_ident_ros.estimators import GRAVITY, estimator
-from dvrk_ident_ros.gc.static_refit import MIN_HOLD, REST_TOLERANCE, SETTLE
-from dvrk_ident_ros.gc.travel import DEFAULT_TRAVEL
+from dvrk_ident_ros.gc.fitting.static_refit import MIN_HOLD, REST_TOLERANCE, SETTLE
+from dvrk_ident_ros.gc.model.travel import DEFAULT_TRAVEL
 
 
 @dataclass
@@ -107,14 +107,14 @@ def gc_fit_job(data_path: str | Path, arm: str | None, out: Path | None, *, seri
                effort: str = "setpoint", trim: tuple[int, int] | None = None,
                travel: float = DEFAULT_TRAVEL) -> JobOutcome:
     """``effort``: a bag's commanded ("setpoint", Lin 2019's choice) or "measured" effort; ``trim``: poses
-    left out at each sweep's start and end (None: the loader's default, gc/loaders.py); ``travel``: the
-    width (rad) of the cable state a bag's poses are weighted by (gc/travel.py), 0: by their sweep's
+    left out at each sweep's start and end (None: the loader's default, gc/fitting/loaders.py); ``travel``: the
+    width (rad) of the cable state a bag's poses are weighted by (gc/model/travel.py), 0: by their sweep's
     direction."""
-    from dvrk_ident_ros.gc.crossval import select_orders
-    from dvrk_ident_ros.gc.fits import FITS
-    from dvrk_ident_ros.gc.loaders import load_poses
-    from dvrk_ident_ros.gc.mlse import fit_residual, relative_errors
-    from dvrk_ident_ros.gc.params import SIDES, GcParameters
+    from dvrk_ident_ros.gc.fitting.crossval import select_orders
+    from dvrk_ident_ros.gc.fitting.fits import FITS
+    from dvrk_ident_ros.gc.fitting.loaders import load_poses
+    from dvrk_ident_ros.gc.fitting.mlse import fit_residual, relative_errors
+    from dvrk_ident_ros.gc.model.params import SIDES, GcParameters
 
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
@@ -166,13 +166,13 @@ def gravity_refit_job(params_path: str | Path, data_path: str | Path, out: Path 
                       tolerance: float = REST_TOLERANCE, min_hold: float = MIN_HOLD,
                       settle: float = SETTLE) -> JobOutcome:
     """An identified parameter file's gravity refitted to the static holds of a recording of the same arm
-    (gc/static_refit.py): the arm at rest at poses spread over its workspace, each for ``min_hold`` s or
+    (gc/fitting/static_refit.py): the arm at rest at poses spread over its workspace, each for ``min_hold`` s or
     more. Writes the file with the corrected standard and base parameters and a ``gravity_refit`` record."""
     from dataclasses import replace
 
     from dvrk_ident_ros.data.bags import load_bag
     from dvrk_ident_ros.data.loaders import detect_format, load_dataset
-    from dvrk_ident_ros.gc import static_refit
+    from dvrk_ident_ros.gc.fitting import static_refit
     from dvrk_ident_ros.identify.pipeline import model_for
     from dvrk_ident_ros.identify.results import IdentificationResult
 
@@ -201,7 +201,7 @@ def gravity_refit_job(params_path: str | Path, data_path: str | Path, out: Path 
     record = {"data": str(path), "holds": len(holds.q), "samples_per_hold_median": int(np.median(holds.samples)),
               "combinations": refit.rank, "residual_rms_before": refit.before.tolist(),
               "residual_rms_after": refit.after.tolist(), "standard_before": dict(result.standard),
-              "method": "least-norm least-squares correction of the gravity columns (gc/static_refit.py)",
+              "method": "least-norm least-squares correction of the gravity columns (gc/fitting/static_refit.py)",
               "note": "errors and solver are the identification's, before this refit"}
     refitted = replace(result, standard=standard, base_values=model.base.from_standard(refit.delta).tolist(),
                        base_std=None, gravity_refit=record)

@@ -3,7 +3,7 @@
 Started beside ``gravity_compensation`` by gravity_compensation.launch.py, gc_calibration.launch.py and
 ``dvrk-ident launch`` (the same plans). Its publishers (``/<ARM>/hold``, ``/<ARM>/use_gravity_compensation``)
 exist from the start, so the arm has discovered them before they are needed. A thread reads the state the
-compensation node leaves (:mod:`dvrk_ident_ros.gc.safety_net`) and waits on that node's pid; when the node
+compensation node leaves (:mod:`dvrk_ident_ros.gc.runtime.safety_net`) and waits on that node's pid; when the node
 ends while its state says it owns the arm (a crash, SIGKILL, the OOM killer: a clean exit writes
 ``owned: false`` first), the net publishes ``hold`` (the arm's own PID holds it where it is, out of effort
 mode and its last ``servo_jf``) and the dVRK's own compensation as the node found it. The same check runs
@@ -19,7 +19,7 @@ from rclpy.node import Node
 from std_msgs.msg import Bool, Empty
 
 from dvrk_ident_ros.errors import DataError
-from dvrk_ident_ros.gc.safety_net import (
+from dvrk_ident_ros.gc.runtime.safety_net import (
     NetState,
     ProcessWatch,
     hand_back,

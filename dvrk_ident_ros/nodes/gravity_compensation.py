@@ -3,11 +3,12 @@
 On each valid, fresh ``/<ARM>/measured_js`` of a ready arm it computes the compensation from that very sample
 (a gc JSON through the MLSE law, or an identified model's gravity, springs and cable) and publishes
 ``/<ARM>/servo_jf`` at once, then ``~/diagnostics``; ``/diagnostics`` about 1 Hz. The decisions are the
-ROS-free cores': when to take the arm (gc/takeover.py, its hand-over too), jitter, outages and fades
-(gc/supervisor.py), the file's fit before and after a take-over (gc/held_effort.py, gc/fit_check.py,
-gc/takeover_guard.py), the samples (arm/samples.py), health and counts (gc/health.py). The node translates
-messages, owns the steady-clock watchdog (a deadline every fresh sample re-arms, not a tick) and the exit's
-fade. Behaviour, state by state: docs/nodes.md ("How gravity_compensation runs").
+ROS-free cores': when to take the arm (gc/runtime/takeover.py, its hand-over too), jitter, outages and fades
+(gc/runtime/supervisor.py), the file's fit before and after a take-over (gc/runtime/held_effort.py,
+gc/runtime/fit_check.py, gc/runtime/takeover_guard.py), the samples (arm/samples.py), health and counts
+(gc/runtime/health.py). The node translates messages, owns the steady-clock watchdog (a deadline every fresh
+sample re-arms, not a tick) and the exit's fade. Behaviour, state by state: docs/nodes.md
+("How gravity_compensation runs").
 """
 from __future__ import annotations
 
@@ -26,9 +27,9 @@ from dvrk_ident.msg import GravityCompensationDiagnostics
 from dvrk_ident_ros.arm.registry import arm_spec
 from dvrk_ident_ros.arm.samples import read_sample
 from dvrk_ident_ros.arm.state import OperatingStatus, stamp_is_valid
-from dvrk_ident_ros.gc.compensation import load_compensation
-from dvrk_ident_ros.gc.fit_check import fit_check_for
-from dvrk_ident_ros.gc.health import (
+from dvrk_ident_ros.gc.runtime.compensation import load_compensation
+from dvrk_ident_ros.gc.runtime.fit_check import fit_check_for
+from dvrk_ident_ros.gc.runtime.health import (
     Counters,
     compensation_health,
     exit_summary,
@@ -36,10 +37,10 @@ from dvrk_ident_ros.gc.health import (
     late_message,
     report_values,
 )
-from dvrk_ident_ros.gc.held_effort import HeldEffort
-from dvrk_ident_ros.gc.ownership import ArmOwnership
-from dvrk_ident_ros.gc.supervisor import CompensationState, CompensationSupervisor, SupervisorSettings
-from dvrk_ident_ros.gc.takeover_guard import GUARD_LIMITS, TakeoverGuard
+from dvrk_ident_ros.gc.runtime.held_effort import HeldEffort
+from dvrk_ident_ros.gc.runtime.ownership import ArmOwnership
+from dvrk_ident_ros.gc.runtime.supervisor import CompensationState, CompensationSupervisor, SupervisorSettings
+from dvrk_ident_ros.gc.runtime.takeover_guard import GUARD_LIMITS, TakeoverGuard
 from dvrk_ident_ros.nodes.diagnostics import (
     REPORT_PERIOD,
     DiagnosticsPublisher,
@@ -135,7 +136,7 @@ class GravityCompensationNode(Node):
     def _set_publish_diagnostics(self, value: bool) -> None:
         self.publish_diagnostics = value
 
-    # -- what the ownership core does through the node (gc/ownership.py ArmOutputs) ----------
+    # -- what the ownership core does through the node (gc/runtime/ownership.py ArmOutputs) ----------
     def zero_command(self) -> None:
         self._command.header.stamp = self.get_clock().now().to_msg()
         self._command.effort = self._zeros[:self.joints]
@@ -325,7 +326,7 @@ class GravityCompensationNode(Node):
         return [names[i] for i, s in enumerate(self._saturated_seen) if s]
 
     def health(self, now: float):
-        """The compensation's level and message (:func:`~dvrk_ident_ros.gc.health.compensation_health`)."""
+        """The compensation's level and message (:func:`~dvrk_ident_ros.gc.runtime.health.compensation_health`)."""
         sup = self.supervisor
         reason = self.own.waiting or f"waiting for valid /{self.arm}/measured_js from a ready arm"
         return compensation_health(self.arm, sup.state, sup.scale, stale_for=sup.stale_for(now),

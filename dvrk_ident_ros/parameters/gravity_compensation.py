@@ -7,8 +7,8 @@ The arm, the model file and the supervisor's timings are fixed once the node has
 """
 from __future__ import annotations
 
-from dvrk_ident_ros.gc.supervisor import SETTING_BOUNDS, SupervisorSettings
-from dvrk_ident_ros.gc.travel import DEFAULT_TRAVEL
+from dvrk_ident_ros.gc.model.travel import DEFAULT_TRAVEL
+from dvrk_ident_ros.gc.runtime.supervisor import SETTING_BOUNDS, SupervisorSettings
 from dvrk_ident_ros.parameters.schema import Kind, NodeSchema, Parameter
 
 

@@ -45,7 +45,7 @@ import numpy as np
 
 from dvrk_ident_ros.arm.state import OperatingStatus
 from dvrk_ident_ros.errors import ArmNotReadyError, DvrkIdentError
-from dvrk_ident_ros.gc.console_gc import ConsoleChain
+from dvrk_ident_ros.gc.model.console_gc import ConsoleChain
 from dvrk_ident_ros.sim.config import SimConfig
 from dvrk_ident_ros.sim.moves import JointMoves, Move
 from dvrk_ident_ros.sim.operating import Action, OperatingMachine

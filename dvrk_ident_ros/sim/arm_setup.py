@@ -8,7 +8,7 @@ import numpy as np
 
 from dvrk_ident_ros.arm.registry import ArmSpec
 from dvrk_ident_ros.errors import DvrkIdentError
-from dvrk_ident_ros.gc.console_gc import ConsoleChain, load_chain
+from dvrk_ident_ros.gc.model.console_gc import ConsoleChain, load_chain
 
 
 def initial_position(values: Sequence[float], spec: ArmSpec, dof: int) -> np.ndarray | None:

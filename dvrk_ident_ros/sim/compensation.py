@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from dvrk_ident_ros.errors import DvrkIdentError
-from dvrk_ident_ros.gc.console_gc import ConsoleChain, mounting_pitch_of
+from dvrk_ident_ros.gc.model.console_gc import ConsoleChain, mounting_pitch_of
 from dvrk_ident_ros.model.compiled import load_compiled
 from dvrk_ident_ros.sim.config import SimConfig
 from dvrk_ident_ros.sim.physics import ArmPhysics

@@ -15,14 +15,14 @@ every sweep: the arm reaches a sweep's first pose from the previous sweep (the
 other direction, or another auxiliary value) with the joint's cable hysteresis
 still in that motion's state, so its holding torque is not the sweep's
 direction's (the original tool drops the first two and the last pose,
-:func:`dvrk_ident_ros.gc.data.load_cuhk`). :func:`collection_time` is the
+:func:`dvrk_ident_ros.gc.fitting.data.load_cuhk`). :func:`collection_time` is the
 time the arm takes for a grid (simulated seconds, the same per pose as
 :func:`collect_pose_grid` spends).
 
 Static holds: :func:`static_holds` brings the arm to each pose by its PID alone
 (the dVRK's own compensation off), lets it settle and averages its position and
 effort: at rest the effort is the arm's gravity and springs, the data of
-:func:`dvrk_ident_ros.gc.static_refit.refit_gravity`.
+:func:`dvrk_ident_ros.gc.fitting.static_refit.refit_gravity`.
 """
 from __future__ import annotations
 
@@ -33,8 +33,8 @@ import numpy as np
 from dvrk_ident_ros.errors import DvrkIdentError
 from dvrk_ident_ros.excitation import holds
 from dvrk_ident_ros.excitation.playback import GridPlayback
-from dvrk_ident_ros.gc.data import PoseData, robust_mean
-from dvrk_ident_ros.gc.travel import DEFAULT_TRAVEL, Recording
+from dvrk_ident_ros.gc.fitting.data import PoseData, robust_mean
+from dvrk_ident_ros.gc.model.travel import DEFAULT_TRAVEL, Recording
 from dvrk_ident_ros.sim.arm import SimulatedArm
 
 
@@ -44,7 +44,7 @@ def collect_pose_grid(arm: SimulatedArm, playback: GridPlayback, rate: float = 1
     """Move-settle-sample through the grid's poses; per pose the robust mean of the samples (as the loaders).
 
     ``trim``: poses left out at the start and the end of every sweep (played, not kept). ``travel``: the
-    width of the direction state (gc/travel.py) tracked over every state sample (``rate``), as the bag
+    width of the direction state (gc/model/travel.py) tracked over every state sample (``rate``), as the bag
     loader does: each pose's ``branch`` is its estimated joint's mean state while sampled (None: none)."""
     sweeps = playback.grid["sweeps"]
     offsets = np.cumsum([0] + [len(s["poses"]) for s in sweeps])
@@ -204,7 +204,7 @@ def drift_test(arm: SimulatedArm, law, poses: np.ndarray, hold_time: float = 2.0
     """Bring the arm to each pose (PID + the dVRK's own compensation), then hold it with ``law`` alone.
 
     The law observes every state sample of the approach too, as the node does before its hand-over: a law
-    with a state (the travel blend, gc/law.py) knows where the joints came from."""
+    with a state (the travel blend, gc/runtime/law.py) knows where the joints came from."""
     dt = 1.0 / state_rate
     steps_per_sample = max(1, round(dt / arm.dt))
     position, rotation, faults = [], [], []

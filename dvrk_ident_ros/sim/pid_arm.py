@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dvrk_ident_ros.gc.console_gc import ConsoleChain
+from dvrk_ident_ros.gc.model.console_gc import ConsoleChain
 from dvrk_ident_ros.safety import CommandChecker
 from dvrk_ident_ros.sim.compensation import SimulatedCompensation
 from dvrk_ident_ros.sim.config import SimConfig

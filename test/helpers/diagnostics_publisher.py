@@ -9,7 +9,7 @@ import rclpy
 from spin import spin_until_interrupted
 
 from dvrk_ident.msg import GravityCompensationDiagnostics
-from dvrk_ident_ros.gc.supervisor import CompensationState
+from dvrk_ident_ros.gc.runtime.supervisor import CompensationState
 
 
 def make_message(seq: int) -> GravityCompensationDiagnostics:

@@ -7,16 +7,17 @@ import json
 from dvrk_ident_ros.errors import DataError
 from dvrk_ident_ros.estimators import DEFAULT_GRAVITY_ESTIMATOR, GRAVITY, estimator_names, method_help
 from dvrk_ident_ros.files import add_command_group
-from dvrk_ident_ros.gc.bound import format_bound
-from dvrk_ident_ros.gc.crossval import cross_validate, select_orders
-from dvrk_ident_ros.gc.data import EFFORTS
-from dvrk_ident_ros.gc.fits import FITS
-from dvrk_ident_ros.gc.loaders import load_poses
-from dvrk_ident_ros.gc.mlse import DEFAULT_ORDERS, relative_errors
-from dvrk_ident_ros.gc.params import load_gc
-from dvrk_ident_ros.gc.static_refit import MIN_HOLD, REST_TOLERANCE, REST_WINDOW, SETTLE
-from dvrk_ident_ros.gc.travel import DEFAULT_TRAVEL
-from dvrk_ident_ros.gc.validation import FixedFile, HeldOut, held_out_errors, held_out_folds
+from dvrk_ident_ros.gc.fitting.crossval import cross_validate, select_orders
+from dvrk_ident_ros.gc.fitting.data import EFFORTS
+from dvrk_ident_ros.gc.fitting.fits import FITS
+from dvrk_ident_ros.gc.fitting.folds import held_out_folds
+from dvrk_ident_ros.gc.fitting.loaders import load_poses
+from dvrk_ident_ros.gc.fitting.mlse import DEFAULT_ORDERS, relative_errors
+from dvrk_ident_ros.gc.fitting.static_refit import MIN_HOLD, REST_TOLERANCE, REST_WINDOW, SETTLE
+from dvrk_ident_ros.gc.model.params import load_gc
+from dvrk_ident_ros.gc.model.travel import DEFAULT_TRAVEL
+from dvrk_ident_ros.gc.validation.bound import format_bound
+from dvrk_ident_ros.gc.validation.validation import FixedFile, HeldOut, held_out_errors
 from dvrk_ident_ros.jobs.offline import gc_fit_job, gravity_refit_job
 
 
@@ -64,7 +65,7 @@ def _percent(result: HeldOut) -> dict:
 
 
 def _held_out_report(args: argparse.Namespace, params, data) -> dict:
-    """The held-out protocol (gc/validation.py): the estimator refitted on each fold beside the file,
+    """The held-out protocol (gc/validation/validation.py): the estimator refitted on each fold beside the file,
     which is fixed and only evaluated on each fold's held-out poses."""
     folds = held_out_folds(data, args.sweep_folds, args.far)
     fit = FITS[args.method]
@@ -78,8 +79,9 @@ def _held_out_report(args: argparse.Namespace, params, data) -> dict:
             "estimator": {"method": args.method, "refitted": "on each fold", **_percent(ours)},
             "file": {"path": str(args.params), "refitted": "no (its held-out poses may have been in its fit)",
                      **_percent(theirs)},
-            "format_bound": {"what": "the least figure any one gc file has on these poses and folds (gc/bound.py), "
-                                     "held-out poses seen: what the 40-parameter format leaves",
+            "format_bound": {"what": "the least figure any one gc file has on these poses and folds "
+                                     "(gc/validation/bound.py), held-out poses seen: what the 40-parameter "
+                                     "format leaves",
                              **{f"joint{i}": round(100 * float(e), 2) for i, e in enumerate(bound.per_joint, 1)},
                              "mean": round(100 * bound.mean(), 2)},
             "estimator_vs_file_mean_change_percent": round(100 * (ours.mean() / theirs.mean() - 1), 1)}

@@ -1,7 +1,7 @@
 """Who has the arm: the compensation taking it over, yielding it, stopping, handing it back (ROS-free).
 
 The gravity-compensation node's decisions off its control path, on the events it receives: a valid sample
-while it does not command (:meth:`ArmOwnership.may_start`: the take-over's checks of gc/takeover.py, the fit
+while it does not command (:meth:`ArmOwnership.may_start`: the take-over's checks of gc/runtime/takeover.py, the fit
 check before it and the guard after it), a sample with stamp 0 (:meth:`~ArmOwnership.on_invalid`), the
 arm's operating state (:meth:`~ArmOwnership.on_operating_state`), a reading of the dVRK's own compensation
 (:meth:`~ArmOwnership.on_reading`: someone else turned it on, the node yields), an outage
@@ -19,12 +19,12 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from dvrk_ident_ros.arm.state import OperatingStatus
-from dvrk_ident_ros.gc.compensation import Compensation
-from dvrk_ident_ros.gc.held_effort import HeldEffort
-from dvrk_ident_ros.gc.safety_net import NetState, state_path, write_state
-from dvrk_ident_ros.gc.supervisor import BuiltinCompensation, CompensationState, CompensationSupervisor
-from dvrk_ident_ros.gc.takeover import TakeOverGate
-from dvrk_ident_ros.gc.takeover_guard import TakeoverGuard
+from dvrk_ident_ros.gc.runtime.compensation import Compensation
+from dvrk_ident_ros.gc.runtime.held_effort import HeldEffort
+from dvrk_ident_ros.gc.runtime.safety_net import NetState, state_path, write_state
+from dvrk_ident_ros.gc.runtime.supervisor import BuiltinCompensation, CompensationState, CompensationSupervisor
+from dvrk_ident_ros.gc.runtime.takeover import TakeOverGate
+from dvrk_ident_ros.gc.runtime.takeover_guard import TakeoverGuard
 
 #: s: a stamp-0 stream while the operating state says ready is reported after this long (a sample in flight
 #: when the arm turns ready is no news)

@@ -1,6 +1,6 @@
 """The fit check's second half (ROS-free): after a take-over, a file that fits leaves the arm where it was.
 
-The check before the take-over (gc/fit_check.py) compares the file with the arm's holding effort at one
+The check before the take-over (gc/runtime/fit_check.py) compares the file with the arm's holding effort at one
 pose, within tolerances that a right file's errors need on a real arm (its cable and friction hold small
 errors). An arm with less friction there, or a file of an arm that differs only a little, can pass it and
 still pull the arm away: at rest when taken over, the arm then accelerates on its own, the shoulder and the

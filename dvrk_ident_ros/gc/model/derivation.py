@@ -10,7 +10,7 @@ From this follow (a) the check that the format's columns are the MTM's gravity
 identified set of the core's standard parameters (:func:`gc_gravity_from_standard`),
 so a full SDP identification can drive the gc controller. The columns
 themselves are generated symbolically from the core's MTM kinematics, one
-first moment per column (:mod:`dvrk_ident_ros.gc.symbolic_gravity`); the
+first moment per column (:mod:`dvrk_ident_ros.gc.model.symbolic_gravity`); the
 checks here stay independent of that derivation (numerical, on the core's
 compiled model).
 """
@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from dvrk_ident_ros.errors import SolverError
-from dvrk_ident_ros.gc.regressor import gravity_regressor
+from dvrk_ident_ros.gc.model.regressor import gravity_regressor
 from dvrk_ident_ros.model.arm_model import ArmModel
 
 _SAMPLES = 200

@@ -3,21 +3,10 @@
 Lin 2019 (section VI, eq. 32) scores a gc model by the relative RMS error of
 each joint's torque on that joint's own sweeps. Scored on the poses it was
 fitted on, that figure rewards fitting the grid; here it is measured on poses
-the estimator did not see (docs/gravity-compensation.md):
-
-- ``sweeps`` folds: every sweep of one group held out at once, both
-  directions: one auxiliary-joint value for joints 3-6, one repetition pair
-  (positive and negative sweep) for joints 1 and 2. A joint's groups, in the
-  order of their auxiliary value (or repetition), go to folds 0, 1, .., k-1,
-  0, 1, .. (deterministic, no random draw);
-- one ``far`` fold: per joint, the fraction of its poses farthest from the
-  others (the largest mean joint-space distance to that joint's other poses:
-  the ends of the swept range and the outermost auxiliary values), so the
-  figure includes extrapolation to the edge of the grid.
-
-Every fold keeps sweeps of every joint in both directions for training. The
-figure of a joint is the relative RMS error of its own torque pooled over its
-held-out poses (``||tau_hat - tau|| / ||tau||``), per family and over both
+the estimator did not see (docs/gravity-compensation.md): whole sweeps and
+the outlying poses held out, the folds of gc/fitting/folds.py. The figure of
+a joint is the relative RMS error of its own torque pooled over its held-out
+poses (``||tau_hat - tau|| / ||tau||``), per family and over both
 families; the headline is the mean over joints 1-6. A fixed parameter file
 (the original tool's) is simply evaluated on each fold's held-out poses.
 
@@ -35,61 +24,12 @@ from typing import Protocol
 
 import numpy as np
 
-from dvrk_ident_ros.gc.data import PoseData
-from dvrk_ident_ros.gc.mlse import blended_torques
+from dvrk_ident_ros.gc.fitting.data import PoseData
+from dvrk_ident_ros.gc.fitting.folds import Fold, held_out_folds
+from dvrk_ident_ros.gc.fitting.mlse import blended_torques
 
 JOINTS = np.arange(1, 7)
 FAMILIES = ("sweeps", "far")
-
-
-@dataclass(frozen=True)
-class Fold:
-    name: str
-    family: str  # "sweeps" or "far"
-    test: np.ndarray  # boolean mask over the poses
-
-
-def sweep_groups(data: PoseData) -> np.ndarray:
-    """A group rank per pose, within its joint: the auxiliary value's rank (joints with several
-    auxiliary values) or the repetition pair's (positive and negative sweeps paired in order)."""
-    rank = np.zeros(len(data.q), dtype=np.int64)
-    for i in data.joints_present:
-        sel = data.joint == i
-        aux = data.auxiliary[sel]
-        if np.all(np.isfinite(aux)) and len(np.unique(aux)) > 1:
-            _, idx = np.unique(np.round(aux, 6), return_inverse=True)
-        else:
-            sweeps = data.sweep[sel]
-            ranks = np.zeros(len(sweeps), dtype=np.int64)
-            for d in (1, -1):  # the n-th positive sweep pairs with the n-th negative one
-                m = data.direction[sel] == d
-                ranks[m] = np.unique(sweeps[m], return_inverse=True)[1]
-            idx = ranks
-        rank[sel] = idx
-    return rank
-
-
-def far_poses(data: PoseData, fraction: float) -> np.ndarray:
-    """Per joint, the ``fraction`` of its poses with the largest mean distance (rad, joints 1-7)
-    to that joint's other poses."""
-    out = np.zeros(len(data.q), dtype=bool)
-    for i in data.joints_present:
-        idx = np.flatnonzero(data.joint == i)
-        q = data.q[idx]
-        spread = np.sqrt(np.maximum(np.sum(q * q, 1)[:, None] + np.sum(q * q, 1)[None, :] - 2 * q @ q.T, 0.0))
-        score = spread.sum(axis=1) / max(len(idx) - 1, 1)
-        n = round(fraction * len(idx))
-        out[idx[np.argsort(-score, kind="stable")[:n]]] = True
-    return out
-
-
-def held_out_folds(data: PoseData, sweep_folds: int = 5, far_fraction: float = 0.1) -> list[Fold]:
-    """The protocol's folds (module docstring): ``sweep_folds`` sweep folds and one far fold."""
-    rank = sweep_groups(data)
-    folds = [Fold(f"sweeps{k}", "sweeps", rank % sweep_folds == k) for k in range(sweep_folds)]
-    if far_fraction > 0:
-        folds.append(Fold("far", "far", far_poses(data, far_fraction)))
-    return [f for f in folds if np.any(f.test)]
 
 
 @dataclass
@@ -120,7 +60,7 @@ def _pooled(sq_err: np.ndarray, sq_tau: np.ndarray, joint: np.ndarray, mask: np.
 
 
 def at_rest(model: Model, data: PoseData) -> np.ndarray:
-    """The torques a gc controller commands at rest (blend 0.5 of the two directions, gc/law.py)."""
+    """The torques a gc controller commands at rest (blend 0.5 of the two directions, gc/runtime/law.py)."""
     return 0.5 * (model.predict(replace(data, direction=np.ones_like(data.direction), branch=None))
                   + model.predict(replace(data, direction=-np.ones_like(data.direction), branch=None)))
 

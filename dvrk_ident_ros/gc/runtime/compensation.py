@@ -2,8 +2,8 @@
 
 Two compensations (the registry's :data:`~dvrk_ident_ros.estimators.COMPENSATIONS`)
 implement :class:`Compensation`: the MLSE law of a dVRK gc JSON
-(:class:`~dvrk_ident_ros.gc.law.CompensationLaw`) and the gravity, springs and
-cable of an identified model (:class:`~dvrk_ident_ros.gc.model_law.ModelCompensation`).
+(:class:`~dvrk_ident_ros.gc.runtime.law.CompensationLaw`) and the gravity, springs and
+cable of an identified model (:class:`~dvrk_ident_ros.gc.runtime.model_law.ModelCompensation`).
 :func:`load_compensation` reads a parameter file and returns the one it holds,
 checked against the arm registry's compensations for the arm.
 """
@@ -19,10 +19,10 @@ from dvrk_ident_ros.arm.registry import arm_spec
 from dvrk_ident_ros.errors import DataError
 from dvrk_ident_ros.estimators import CompensationKind
 from dvrk_ident_ros.files import read_document
-from dvrk_ident_ros.gc.law import CompensationLaw
-from dvrk_ident_ros.gc.model_law import ModelCompensation, load_model_compensation
-from dvrk_ident_ros.gc.params import load_gc
-from dvrk_ident_ros.gc.travel import DEFAULT_TRAVEL
+from dvrk_ident_ros.gc.model.params import load_gc
+from dvrk_ident_ros.gc.model.travel import DEFAULT_TRAVEL
+from dvrk_ident_ros.gc.runtime.law import CompensationLaw
+from dvrk_ident_ros.gc.runtime.model_law import ModelCompensation, load_model_compensation
 
 
 @runtime_checkable
@@ -61,8 +61,8 @@ def load_compensation(path: str | Path, arm: str, torque_limit: Sequence[float] 
     that compensation for the arm.
 
     ``torque_limit`` (N m per dVRK joint) limits an identified model's compensation; None: the arm
-    registry's ``compensation_torque_limit`` (:func:`~dvrk_ident_ros.gc.model_law.load_model_compensation`).
-    ``blend``, ``blend_travel``: how a gc file's two directions are blended (:mod:`dvrk_ident_ros.gc.law`).
+    registry's ``compensation_torque_limit`` (:func:`~dvrk_ident_ros.gc.runtime.model_law.load_model_compensation`).
+    ``blend``, ``blend_travel``: how a gc file's two directions are blended (:mod:`dvrk_ident_ros.gc.runtime.law`).
     """
     if not path:
         raise DataError("parameter_file is empty: give a gc-<ARM>-<SN>.json or an identified parameter file")

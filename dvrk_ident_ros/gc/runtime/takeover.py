@@ -22,7 +22,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from dvrk_ident_ros.gc.supervisor import BuiltinCompensation, CompensationSupervisor
+from dvrk_ident_ros.gc.runtime.supervisor import BuiltinCompensation, CompensationSupervisor
 
 #: s: an arm whose gravity_compensation/setpoint_js has no publisher this long after its first valid ready
 #: sample publishes none (its endpoints are discovered together with measured_js's; this only covers a race)

@@ -2,7 +2,7 @@
 
 While the gravity compensation does not command, the arm holds itself: its ``setpoint_js`` effort is its
 PID's output with the dVRK's own compensation as feed-forward. :class:`HeldEffort` keeps the latest one
-(a take-over ramps in from it: bumpless) and the last few for the fit check (gc/fit_check.py), which asks on
+(a take-over ramps in from it: bumpless) and the last few for the fit check (gc/runtime/fit_check.py), which asks on
 their mean whether the file can hold the arm where it rests (:meth:`HeldEffort.fit_decision`).
 """
 from __future__ import annotations
@@ -12,7 +12,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from dvrk_ident_ros.gc.fit_check import FitCheck, ModelFitCheck
+from dvrk_ident_ros.gc.runtime.fit_check import FitCheck, ModelFitCheck
 
 #: s (or FRESH_PERIODS state periods, the longer): a setpoint_js this recent is the arm's effort now
 FRESH_AFTER = 0.1

@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 
 from dvrk_ident_ros.errors import DataError
-from dvrk_ident_ros.gc.bags import load_pose_bag
-from dvrk_ident_ros.gc.data import EFFORTS, PoseData, load_cuhk
+from dvrk_ident_ros.gc.fitting.bags import load_pose_bag
+from dvrk_ident_ros.gc.fitting.data import EFFORTS, PoseData, load_cuhk
 
 
 def load_poses(path: str | Path, effort: str = "setpoint", **kwargs) -> PoseData:

@@ -20,17 +20,17 @@ header.stamp 0 and samples while the arm was not ready are never data
 collection does (:mod:`dvrk_ident_ros.sim.experiments`): the arm reaches it
 from the previous sweep, with the cable's hysteresis still in that motion's
 state (the original tool drops the first two and the last pose of its own
-sweeps, :func:`dvrk_ident_ros.gc.data.load_cuhk`). The default, the one rule of
+sweeps, :func:`dvrk_ident_ros.gc.fitting.data.load_cuhk`). The default, the one rule of
 `dvrk-ident gc fit`, `/identify` and gc_calibration, keeps every pose: a bag
 records the motion, so each pose is weighed by its cable's recorded state, and
 a grid played with a pose stride keeps too few poses per sweep without its
 first ones.
 
 Each pose also gets the state its estimated joint's cable was in while it was
-sampled (``PoseData.branch``): the direction state of gc/travel.py run over the
+sampled (``PoseData.branch``): the direction state of gc/model/travel.py run over the
 whole ``measured_js`` stream, moves included. A PID that overshoots and settles
 back leaves the cable partly turned; the fit weighs that pose's two branches
-by it (gc/mlse.py) instead of taking it for the whole branch of its sweep.
+by it (gc/fitting/mlse.py) instead of taking it for the whole branch of its sweep.
 """
 from __future__ import annotations
 
@@ -50,8 +50,8 @@ from dvrk_ident_ros.data.bags import (
 from dvrk_ident_ros.data.interfaces import PLAYER_STATUS, stamp_seconds
 from dvrk_ident_ros.errors import DataError
 from dvrk_ident_ros.excitation.files import load_grid
-from dvrk_ident_ros.gc.data import EFFORTS, PoseData, robust_mean
-from dvrk_ident_ros.gc.travel import DEFAULT_TRAVEL, Recording
+from dvrk_ident_ros.gc.fitting.data import EFFORTS, PoseData, robust_mean
+from dvrk_ident_ros.gc.model.travel import DEFAULT_TRAVEL, Recording
 
 
 def _player_status(path: Path, arm: str) -> list[tuple]:
@@ -87,7 +87,7 @@ def load_pose_bag(path: str | Path, std_filter: float = 0.3, grid_path: str | Pa
     """Averaged poses of a pose-grid bag; ``effort``: "setpoint" (commanded, default) or "measured";
     ``trim``: poses of every sweep left out at its start and its end (of those the player reached: with a
     pose stride, the first one played); ``travel``: the width of the cable's direction state
-    (gc/travel.py) tracked over the whole ``measured_js`` stream: each pose's ``branch`` is its estimated
+    (gc/model/travel.py) tracked over the whole ``measured_js`` stream: each pose's ``branch`` is its estimated
     joint's mean state while sampled (None: no branch, the sweep's direction stands)."""
     if effort not in EFFORTS:
         raise DataError(f"effort {effort!r}: expected one of {', '.join(EFFORTS)}")

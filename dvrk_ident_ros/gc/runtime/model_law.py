@@ -4,8 +4,8 @@
 
 g holds gravity and the springs of the model, tau_known the MTM's cable
 polynomial; friction is not compensated (the arm would run away). A
-:class:`~dvrk_ident_ros.gc.compensation.Compensation`, as the MLSE law
-(:class:`~dvrk_ident_ros.gc.law.CompensationLaw`) is, so the node uses either.
+:class:`~dvrk_ident_ros.gc.runtime.compensation.Compensation`, as the MLSE law
+(:class:`~dvrk_ident_ros.gc.runtime.law.CompensationLaw`) is, so the node uses either.
 """
 from __future__ import annotations
 

@@ -23,8 +23,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from dvrk_ident_ros.errors import DataError
-from dvrk_ident_ros.gc.law import CompensationLaw
-from dvrk_ident_ros.gc.model_law import ModelCompensation
+from dvrk_ident_ros.gc.runtime.law import CompensationLaw
+from dvrk_ident_ros.gc.runtime.model_law import ModelCompensation
 
 #: N m per joint (MTM joints 1-7): the default tolerances, set from the simulated MTML held at random poses
 #: against files fitted on it and the files of a real MTML (../shared's CUHK MTML-41878)
@@ -111,7 +111,7 @@ def _verdict(band, tolerance: tuple[float, ...], q: Sequence[float], effort: Seq
 
 
 class ModelFitCheck:
-    """The check of an identified model's compensation (the PSM's, gc/model_law.py): at rest a joint holds its
+    """The check of an identified model's compensation (the PSM's, gc/runtime/model_law.py): at rest a joint holds its
     gravity and springs up to its static friction, so the band is the model's torque at ``q`` plus or minus the
     joint's identified Coulomb friction and offset (``Fc<j>``, ``Fo<j>`` of dVRK joint j where the model has
     them; else the torque alone), and the distance from it is scaled by the joint's tolerance as for a gc file.

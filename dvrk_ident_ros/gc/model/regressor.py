@@ -3,21 +3,21 @@ formulas are typed in once, in test/test_gc.py).
 
 Columns 1-10: the lumped gravity parameters of links 2-6 (distal links lumped
 into link 6), a function of the dVRK joint positions q (rad). They are not
-typed in: :mod:`dvrk_ident_ros.gc.symbolic_gravity` derives them with sympy
+typed in: :mod:`dvrk_ident_ros.gc.model.symbolic_gravity` derives them with sympy
 from the MTM kinematics of the physics core (each column is the gravity column
 of one first moment of the core, ``GC_COLUMNS``) and generates the code, cached
 on disk; this module imports the generated functions. Columns 11-40: for joint
 i = 1..6 the polynomial [1, q_i, q_i^2, q_i^3, q_i^4] on row i. Row 7 is zero.
 ``regressor`` is vectorised over samples; the compensation law evaluates the
 gravity torques per sample without arrays (``gravity_torques``).
-:mod:`dvrk_ident_ros.gc.derivation` checks the gravity columns against the
+:mod:`dvrk_ident_ros.gc.model.derivation` checks the gravity columns against the
 MTM model of the physics core.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from dvrk_ident_ros.gc.symbolic_gravity import load_generated
+from dvrk_ident_ros.gc.model.symbolic_gravity import load_generated
 
 G = 9.81
 N_GRAVITY = 10

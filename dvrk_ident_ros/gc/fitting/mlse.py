@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from dvrk_ident_ros.errors import DataError, SolverError
-from dvrk_ident_ros.gc.data import PoseData
-from dvrk_ident_ros.gc.regressor import N_GRAVITY, POLY_ORDER, gravity_regressor, torques
+from dvrk_ident_ros.gc.fitting.data import PoseData
+from dvrk_ident_ros.gc.model.regressor import N_GRAVITY, POLY_ORDER, gravity_regressor, torques
 
 DEFAULT_ORDERS = {1: 4, 2: 1, 3: 4, 4: 4, 5: 4, 6: 4}  # Lin 2019 section VI-A
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from dvrk_ident_ros.gc.supervisor import CompensationState, CompensationSupervisor
+from dvrk_ident_ros.gc.runtime.supervisor import CompensationState, CompensationSupervisor
 
 OK, WARN, ERROR = 0, 1, 2  # diagnostic_msgs/DiagnosticStatus.OK, WARN, ERROR
 STATE_NAMES = {CompensationState.RAMP_IN: "ramp-in", CompensationState.ACTIVE: "active",

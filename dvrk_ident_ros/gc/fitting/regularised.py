@@ -11,8 +11,8 @@ already estimated subtracted. Here the step minimises
 with s_p the RMS of column p (so lambda is scale-free and the constant terms
 and gravity parameters are not shrunk). The pair (order, lambda) of joint i
 is the one of least relative RMS error on held-out sweeps of the training
-data itself (inner cross-validation, the protocol of
-:mod:`dvrk_ident_ros.gc.validation` restricted to joint i), with the distal
+data itself (inner cross-validation on the held-out folds of
+:mod:`dvrk_ident_ros.gc.fitting.folds` restricted to joint i), with the distal
 gravity parameters fixed at their estimate; with ``cross_guard`` (default)
 the score adds the relative RMS error of joint i's torque at rest (the two
 directions blended half and half, as the controller does) on the held-out
@@ -22,7 +22,7 @@ columns (its own-sweep error halves while its error everywhere else grows
 five-fold, bench/bench_gc_generalisation.py). Optionally
 (``split_gravity``) each direction gets its own gravity parameters, which the
 gc file format allows (``gc_dynamic_params_pos[:10]`` and ``..._neg[:10]``).
-The output is a :class:`~dvrk_ident_ros.gc.mlse.GcFit`: the same 40-parameter
+The output is a :class:`~dvrk_ident_ros.gc.fitting.mlse.GcFit`: the same 40-parameter
 file.
 """
 from __future__ import annotations
@@ -32,8 +32,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from dvrk_ident_ros.errors import SolverError
-from dvrk_ident_ros.gc.data import PoseData
-from dvrk_ident_ros.gc.mlse import (
+from dvrk_ident_ros.gc.fitting.data import PoseData
+from dvrk_ident_ros.gc.fitting.folds import held_out_folds
+from dvrk_ident_ros.gc.fitting.mlse import (
     DEFAULT_ORDERS,
     GcFit,
     check_sweeps,
@@ -41,8 +42,7 @@ from dvrk_ident_ros.gc.mlse import (
     pad_coefficients,
     step_weights,
 )
-from dvrk_ident_ros.gc.regressor import N_GRAVITY, POLY_ORDER, gravity_regressor
-from dvrk_ident_ros.gc.validation import held_out_folds
+from dvrk_ident_ros.gc.model.regressor import N_GRAVITY, POLY_ORDER, gravity_regressor
 
 #: Candidate ridge weights (scale-free, see the module docstring) and polynomial orders.
 LAMBDAS = (0.0, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2)

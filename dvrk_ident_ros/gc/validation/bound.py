@@ -1,7 +1,7 @@
 """The least held-out figure any one gc file reaches on a data set: the format's bound.
 
-A fixed file (its two 40-vectors, gc/regressor.py) scored by the held-out
-protocol (gc/validation.py) is scored on every pose its folds hold out: each
+A fixed file (its two 40-vectors, gc/model/regressor.py) scored by the held-out
+protocol (gc/validation/validation.py) is scored on every pose its folds hold out: each
 pose of a sweep once, each far pose once more. Its figure, the mean over
 joints 1-6 of
 
@@ -23,9 +23,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from dvrk_ident_ros.errors import DataError
-from dvrk_ident_ros.gc.data import PoseData
-from dvrk_ident_ros.gc.regressor import N_PARAMS, regressor
-from dvrk_ident_ros.gc.validation import Fold, held_out_folds
+from dvrk_ident_ros.gc.fitting.data import PoseData
+from dvrk_ident_ros.gc.fitting.folds import Fold, held_out_folds
+from dvrk_ident_ros.gc.model.regressor import N_PARAMS, regressor
 
 JOINTS = 6
 
@@ -58,7 +58,7 @@ def _figures(X: np.ndarray, y: np.ndarray, own: np.ndarray, scale: np.ndarray, t
 def format_bound(data: PoseData, folds: list[Fold] | None = None, tol: float = 1e-10,
                  max_iterations: int = 500) -> FormatBound:
     """The file (theta_pos, theta_neg) of least held-out figure on ``data`` under ``folds`` (module
-    docstring); its per-joint figures equal :func:`~dvrk_ident_ros.gc.validation.held_out_errors` of it."""
+    docstring); its per-joint figures equal :func:`~dvrk_ident_ros.gc.validation.validation.held_out_errors` of it."""
     folds = held_out_folds(data) if folds is None else folds
     times_held = np.sum([f.test for f in folds], axis=0).astype(float)
     keep = (times_held > 0) & (data.joint >= 1) & (data.joint <= JOINTS)

@@ -3,7 +3,7 @@ compensation of the MTM"): write version 2.0 exactly as the console reads it; re
 
 A version 1.0 controller has one ``beta_vel_amplitude`` vector (rad/s) instead of
 the dead band, saturation and ratio vectors: the two directions are blended with
-a sine of the velocity (:mod:`dvrk_ident_ros.gc.law`), as the console does. Such
+a sine of the velocity (:mod:`dvrk_ident_ros.gc.runtime.law`), as the console does. Such
 parameters keep ``beta_amplitude`` and are written back as version 1.0, so a file
 read and saved again compensates as before. The version is read as the console
 reads it: the integer part of the number ("1.0", "1" and "1.5" are version 1)."""
@@ -18,7 +18,7 @@ import numpy as np
 
 from dvrk_ident_ros.errors import DataError
 from dvrk_ident_ros.files import read_document
-from dvrk_ident_ros.gc.regressor import N_PARAMS
+from dvrk_ident_ros.gc.model.regressor import N_PARAMS
 
 SIDES = ("MTML", "MTMR")
 DEFAULT_DEADBAND = [0.02, 0.02, 0.02, 0.01, 0.008, 0.008, 0.01]  # rad/s

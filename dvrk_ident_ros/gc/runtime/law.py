@@ -18,7 +18,7 @@ with the blend weight alpha of the file's version, as the dVRK console
   amplitudes of 2 to 10 rad/s; beyond +A this law keeps the evident intent.)
 
 ``blend="travel"`` (an option; the console's law is ``"velocity"``) replaces the
-velocity blend by each joint's cable direction state h (gc/travel.py: Dahl's
+velocity blend by each joint's cable direction state h (gc/model/travel.py: Dahl's
 model of the hysteresis, driven by the joint's travel, held at rest):
 
     alpha_i = 0.5 + 0.5 h_i
@@ -42,9 +42,9 @@ import math
 
 from dvrk_ident_ros.errors import DataError
 from dvrk_ident_ros.estimators import compensation_kind
-from dvrk_ident_ros.gc.params import GcParameters
-from dvrk_ident_ros.gc.regressor import gravity_torques
-from dvrk_ident_ros.gc.travel import DEFAULT_TRAVEL, TravelState
+from dvrk_ident_ros.gc.model.params import GcParameters
+from dvrk_ident_ros.gc.model.regressor import gravity_torques
+from dvrk_ident_ros.gc.model.travel import DEFAULT_TRAVEL, TravelState
 
 JOINTS = 7
 POLY_JOINTS = 6
@@ -54,7 +54,7 @@ BLENDS = ("velocity", "travel")
 
 class CompensationLaw:
     """Torques of a gc parameter set; after ``compute`` the diagnostics are in the attributes
-    (a :class:`~dvrk_ident_ros.gc.compensation.Compensation`)."""
+    (a :class:`~dvrk_ident_ros.gc.runtime.compensation.Compensation`)."""
 
     kind = compensation_kind("mlse")
 

@@ -13,7 +13,7 @@ and cable transients).
 Efforts: the CUHK files hold the commanded effort (``desired_effort``), which
 is what Lin 2019's MLSE fits; a rosbag2 recording is read the same way by
 default (``setpoint_js``), or with ``effort="measured"`` from ``measured_js``
-(:mod:`dvrk_ident_ros.gc.bags`); :func:`dvrk_ident_ros.gc.loaders.load_poses` reads any of them.
+(:mod:`dvrk_ident_ros.gc.fitting.bags`); :func:`dvrk_ident_ros.gc.fitting.loaders.load_poses` reads any of them.
 """
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from dvrk_ident_ros.errors import DataError
-from dvrk_ident_ros.gc.travel import Recording
+from dvrk_ident_ros.gc.model.travel import Recording
 
 
 @dataclass
@@ -45,10 +45,10 @@ class PoseData:
     invalid_samples: int = 0  # a bag's samples with header.stamp 0 (arm not ready), skipped
     not_ready_samples: int = 0  # a bag's samples while its operating_state said not ready, skipped
     skipped: str = ""  # both counts in words ('' when none)
-    #: per pose the direction state h of its estimated joint's cable while it was sampled (gc/travel.py),
+    #: per pose the direction state h of its estimated joint's cable while it was sampled (gc/model/travel.py),
     #: where the recording has the motion between poses; None: the sweep's direction (+-1)
     branch: np.ndarray | None = None
-    #: the positions the branches come from, for another width (gc/travel.py); None: no stream
+    #: the positions the branches come from, for another width (gc/model/travel.py); None: no stream
     recording: Recording | None = None
 
     def select(self, mask: np.ndarray) -> PoseData:

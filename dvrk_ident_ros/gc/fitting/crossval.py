@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from dvrk_ident_ros.gc.data import PoseData
-from dvrk_ident_ros.gc.mlse import DEFAULT_ORDERS, fit_mlse
-from dvrk_ident_ros.gc.regressor import POLY_ORDER
+from dvrk_ident_ros.gc.fitting.data import PoseData
+from dvrk_ident_ros.gc.fitting.mlse import DEFAULT_ORDERS, fit_mlse
+from dvrk_ident_ros.gc.model.regressor import POLY_ORDER
 
 
 def _groups(data: PoseData) -> np.ndarray:

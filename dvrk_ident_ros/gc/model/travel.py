@@ -19,10 +19,10 @@ the velocity: a slow final approach (a short move of one joint, the PID
 settling) turns the cable as a fast one does.
 
 One filter for the three places that need it: the travel blend of the
-compensation law (gc/law.py, sample by sample, no arrays), and the pose-grid
+compensation law (gc/runtime/law.py, sample by sample, no arrays), and the pose-grid
 recordings (the simulated collection and the bag loader), where it gives each
 sampled pose the state its estimated joint's cable was in, so the fit
-(gc/mlse.py) sees partly turned branches for what they are.
+(gc/fitting/mlse.py) sees partly turned branches for what they are.
 """
 from __future__ import annotations
 
