@@ -143,7 +143,7 @@ def test_gc_calibration_on_the_simulated_psm(tmp_path: Path, nodes_env):
     of its true parameter file, the console's file, one pose held before and with it (the 7-link chain loads
     in the transcription's shape)."""
     from dvrk_ident_ros.gc.model.console_gc import load_chain
-    from dvrk_ident_ros.jobs.launch_commands import launch_plan
+    from dvrk_ident_ros.jobs.launch_plans import launch_plan
     from dvrk_ident_ros.jobs.launcher import LaunchPlan
 
     out = tmp_path / "out"

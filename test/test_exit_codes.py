@@ -21,7 +21,8 @@ import numpy as np
 import pytest
 
 from dvrk_ident_ros.errors import DvrkIdentError, LaunchArgumentError, NodeFailedError
-from dvrk_ident_ros.jobs.launch_support import canonical_values, exit_outcome, parse_bool
+from dvrk_ident_ros.jobs.launch_plans import canonical_values, parse_bool
+from dvrk_ident_ros.jobs.launch_support import exit_outcome
 from dvrk_ident_ros.jobs.launcher import LaunchPlan, PlannedNode
 
 
@@ -165,7 +166,7 @@ def _bags(directory: Path) -> list[Path]:
 
 @pytest.mark.ros
 def test_collect_whose_player_cannot_load_its_trajectory_ends_with_the_players_status(tmp_path: Path, nodes_env):
-    from dvrk_ident_ros.jobs.launch_commands import launch_plan
+    from dvrk_ident_ros.jobs.launch_plans import launch_plan
 
     recordings = tmp_path / "recordings"
     nodes = launch_plan("collect", ["arm:=psm1", f"output_directory:={recordings}"])
@@ -198,7 +199,7 @@ def test_dvrk_ident_launch_refuses_a_missing_trajectory_before_any_node_starts(t
 
 @pytest.mark.ros
 def test_gravity_compensation_without_its_gc_file_ends_non_zero(tmp_path: Path, nodes_env):
-    from dvrk_ident_ros.jobs.launch_commands import launch_plan
+    from dvrk_ident_ros.jobs.launch_plans import launch_plan
 
     nodes = launch_plan("gravity_compensation", ["arm:=mtml", f"parameter_file:={tmp_path / 'gc-MTML-0.json'}"])
     result = LaunchPlan("gravity_compensation.launch.py", nodes, log_dir=tmp_path / "logs", env=nodes_env).run(60)
@@ -210,7 +211,7 @@ def test_gravity_compensation_without_its_gc_file_ends_non_zero(tmp_path: Path, 
 @pytest.mark.ros
 @pytest.mark.slow
 def test_short_collect_on_the_simulated_arm_ends_0(tmp_path: Path, nodes_env):
-    from dvrk_ident_ros.jobs.launch_commands import launch_plan
+    from dvrk_ident_ros.jobs.launch_plans import launch_plan
 
     recordings = tmp_path / "recordings"
     trajectory = _short_trajectory(tmp_path / "short.yaml")

@@ -60,7 +60,7 @@ def test_every_arm_of_the_registry_has_a_gravity_job():
     (["serial:=1", "sim:=yes"], "sim:='yes' is not a boolean"),
 ])
 def test_launch_refuses_before_any_node_starts(given: list[str], expected: str):
-    from dvrk_ident_ros.jobs.launch_commands import launch_plan
+    from dvrk_ident_ros.jobs.launch_plans import launch_plan
 
     with pytest.raises(LaunchArgumentError) as info:
         launch_plan("gc_calibration", given)
@@ -68,7 +68,7 @@ def test_launch_refuses_before_any_node_starts(given: list[str], expected: str):
 
 
 def test_launch_plan_follows_the_arguments():
-    from dvrk_ident_ros.jobs.launch_commands import launch_plan
+    from dvrk_ident_ros.jobs.launch_plans import launch_plan
 
     nodes = launch_plan("gc_calibration", ["arm:=mtmr", "serial:=41878", "sim:=True", "hold_poses:=3"])
     assert [n.name for n in nodes] == ["simulated_arm_MTMR", "gc_safety_net_MTMR", "gc_calibration_MTMR"]
@@ -255,7 +255,7 @@ def test_dvrk_ident_launch_refuses_a_psm_without_its_model_before_any_node_start
 def test_gc_calibration_on_the_simulated_mtml(tmp_path: Path, nodes_env):
     from dvrk_ident_ros.gc.fitting.bags import load_pose_bag
     from dvrk_ident_ros.gc.model.params import load_gc
-    from dvrk_ident_ros.jobs.launch_commands import launch_plan
+    from dvrk_ident_ros.jobs.launch_plans import launch_plan
     from dvrk_ident_ros.jobs.launcher import LaunchPlan
 
     out = tmp_path / "out"

@@ -1,4 +1,6 @@
-"""Launch files and node parameter files are checked statically (no ros2launch wheels here)."""
+"""The launch files: built from their plans (dvrk_ident_ros/jobs/launch_plans.py), which are checked here
+without ros2launch; the node parameter files (config/<node>.yaml) statically. test_ros2_tools.py runs the launch
+files through the real ``ros2 launch`` where it is built."""
 from __future__ import annotations
 
 import ast
@@ -7,64 +9,96 @@ from pathlib import Path
 import pytest
 import yaml
 from conftest import REPO_ROOT
-from launch_check import (
-    check_argument_conventions,
-    check_exit_handlers,
-    check_launch_arguments,
-    check_launch_file,
-    check_node_parameters,
-    check_parameter_file,
-    parameter_names,
-    required_executables,
-)
+from launch_check import check_parameter_file, parameter_names
 from test_package import _console_scripts
 
-LAUNCH_FILES = sorted((REPO_ROOT / "launch").glob("*.launch.py"))
+from dvrk_ident_ros.jobs.launch_plans import LAUNCH_FILES, NODE_ROLES, launch_plan
+from dvrk_ident_ros.parameters import SCHEMAS
+
+LAUNCH_PATHS = sorted((REPO_ROOT / "launch").glob("*.launch.py"))
 CONFIG = REPO_ROOT / "config"
 #: Node parameter files: config/<console script>.yaml.
 PARAMETER_FILES = sorted(CONFIG / f"{name}.yaml" for name in _console_scripts() if (CONFIG / f"{name}.yaml").is_file())
-
-
-def _launched_executables(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text())
-    return {k.value.value for k in ast.walk(tree) if isinstance(k, ast.keyword) and k.arg == "executable"
-            and isinstance(k.value, ast.Constant)}
-
-
-def test_there_are_launch_and_parameter_files():
-    assert LAUNCH_FILES, "no launch/*.launch.py"
-    assert PARAMETER_FILES, "no config/<console script>.yaml"
-
-
-@pytest.mark.parametrize("path", LAUNCH_FILES, ids=lambda p: p.name)
-def test_launch_file(path: Path):
-    assert check_launch_file(path, set(_console_scripts()), CONFIG) == []
-    assert check_launch_arguments(path) == []
-    assert check_node_parameters(path, CONFIG) == []
-    assert check_exit_handlers(path) == []
-    assert check_argument_conventions(path) == []
-
-
+#: Parameters every ROS node has.
+BUILTIN_PARAMETERS = {"use_sim_time"}
 #: The node that does each launch file's job: its exit ends the launch, with its status.
 REQUIRED = {
-    "collect.launch.py": {"trajectory_player"},
-    "gc_calibration.launch.py": {"gc_calibration"},
-    "gravity_compensation.launch.py": {"gravity_compensation"},
-    "identify.launch.py": {"identification_service"},
-    "sim.launch.py": {"simulated_arm"},
+    "collect": {"trajectory_player"},
+    "gc_calibration": {"gc_calibration"},
+    "gravity_compensation": {"gravity_compensation"},
+    "identify": {"identification_service"},
+    "sim": {"simulated_arm"},
 }
+#: Arguments that make every node of the file start.
+_EVERY_NODE = {"collect": ["sim:=true"], "gravity_compensation": ["parameter_file:=gc.json"],
+               "gc_calibration": ["sim:=true", "serial:=1"]}
 
 
-def test_every_launch_file_ends_with_the_status_of_the_node_that_does_its_job():
-    assert {p.name: required_executables(p) for p in LAUNCH_FILES} == REQUIRED
+def _built_from(path: Path) -> str | None:
+    """The plan a launch file's generate_launch_description() returns launch_description(<name>) of, if it does
+    only that."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    functions = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "generate_launch_description"]
+    if len(functions) != 1:
+        return None
+    body = [n for n in functions[0].body if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]
+    if len(body) != 1 or not isinstance(body[0], ast.Return) or not isinstance(body[0].value, ast.Call):
+        return None
+    call = body[0].value
+    if getattr(call.func, "id", None) != "launch_description" or len(call.args) != 1:
+        return None
+    return call.args[0].value if isinstance(call.args[0], ast.Constant) else None
 
 
-@pytest.mark.parametrize("path", LAUNCH_FILES, ids=lambda p: p.name)
-def test_launched_nodes_have_a_parameter_file_and_a_readme_entry(path: Path):
-    for executable in _launched_executables(path):
-        own_file = CONFIG / f"{executable}.yaml"
-        assert own_file.is_file(), f"{path.name} starts {executable}: no config/{own_file.name}"
-    assert f"`{path.name}`" in (REPO_ROOT / "launch" / "README.md").read_text(), f"{path.name} not in launch/README.md"
+def test_every_launch_file_is_built_from_its_plan():
+    stems = {p.name.removesuffix(".launch.py") for p in LAUNCH_PATHS}
+    assert stems == set(LAUNCH_FILES) == set(REQUIRED)
+    readme = (REPO_ROOT / "launch" / "README.md").read_text()
+    for path in LAUNCH_PATHS:
+        assert _built_from(path) == path.name.removesuffix(".launch.py"), path.name
+        assert f"`{path.name}`" in readme, f"{path.name} not in launch/README.md"
+
+
+def test_the_check_of_a_launch_file_sees_a_node_written_by_hand(tmp_path: Path):
+    path = tmp_path / "x.launch.py"
+    path.write_text("from dvrk_ident_ros.jobs.launch_support import launch_description\n\n\n"
+                    "def generate_launch_description():\n    return launch_description(\"sim\")\n")
+    assert _built_from(path) == "sim"
+    path.write_text(path.read_text().replace("    return", "    extra = Node(executable='recorder')\n    return"))
+    assert _built_from(path) is None
+
+
+@pytest.mark.parametrize("name", sorted(LAUNCH_FILES))
+def test_every_planned_node_is_a_node_of_the_package_with_its_own_parameters(name: str):
+    nodes = launch_plan(name, _EVERY_NODE.get(name, []))
+    scripts = set(_console_scripts())
+    assert {n.node for n in nodes if n.required} == REQUIRED[name]
+    assert len({n.label for n in nodes}) == len(nodes), "two nodes of one launch with one name"
+    for n in nodes:
+        assert n.node in scripts and n.node in NODE_ROLES, n.node
+        assert (CONFIG / f"{n.node}.yaml").is_file(), f"{name} starts {n.node}: no config/{n.node}.yaml"
+        unknown = set(n.parameters) - {p.name for p in SCHEMAS[n.node]} - BUILTIN_PARAMETERS
+        assert not unknown, f"{name}: {sorted(unknown)} are not parameters of {n.node}"
+        for parameter, value in n.parameters.items():  # what launch_ros passes: typed values, not text to parse
+            if parameter in BUILTIN_PARAMETERS:
+                continue
+            SCHEMAS[n.node][parameter].check(value)
+
+
+@pytest.mark.parametrize("name", sorted(LAUNCH_FILES))
+def test_argument_conventions(name: str):
+    """A boolean argument and the arm have no choices (they would refuse True, 1, psm1): the plan makes them
+    canonical; every argument is described; a default_from names an argument declared before it."""
+    arguments = LAUNCH_FILES[name].arguments
+    seen = set()
+    for a in arguments:
+        assert a.description, a.name
+        if a.default in ("true", "false") or a.default_from or a.name == "arm":
+            assert not a.choices, a.name
+        if a.default_from:
+            assert a.default_from in seen, a.name
+        seen.add(a.name)
+    assert len(seen) == len(arguments), "an argument declared twice"
 
 
 @pytest.mark.parametrize("path", PARAMETER_FILES, ids=lambda p: p.name)
@@ -118,112 +152,6 @@ def test_rcl_comparison_sees_a_difference(tmp_path: Path, ros_env):
     assert [d.split(":")[0] for d in _differences_with_rcl(path)] == ["rate"]
 
 
-_GOOD = '''
-from launch import LaunchDescription
-from launch_ros.actions import Node
-
-def generate_launch_description():
-    return LaunchDescription([Node(package="dvrk_ident", executable="tool", parameters=["config/p.yaml"])])
-'''
-
-
-def test_checker_accepts_a_good_file(tmp_path: Path):
-    (tmp_path / "config").mkdir()
-    (tmp_path / "config" / "p.yaml").write_text("{}")
-    (tmp_path / "good.launch.py").write_text(_GOOD)
-    assert check_launch_file(tmp_path / "good.launch.py", {"tool"}, tmp_path / "config") == []
-
-
-@pytest.mark.parametrize(
-    ("source", "expected"),
-    [
-        (_GOOD.replace('"tool"', '"missing_node"'), "unknown executable 'missing_node'"),
-        (_GOOD.replace("p.yaml", "absent.yaml"), "config file 'config/absent.yaml' does not exist"),
-        (_GOOD.replace("return", "return ("), "does not compile"),
-        (_GOOD.replace("generate_launch_description", "make"), "no generate_launch_description"),
-    ],
-)
-def test_checker_rejects_a_bad_file(tmp_path: Path, source: str, expected: str):
-    (tmp_path / "config").mkdir()
-    (tmp_path / "config" / "p.yaml").write_text("{}")
-    (tmp_path / "bad.launch.py").write_text(source)
-    problems = check_launch_file(tmp_path / "bad.launch.py", {"tool"}, tmp_path / "config")
-    assert any(expected in p for p in problems), problems
-
-
-_ARGS = '''
-from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument
-from launch.conditions import IfCondition
-from launch.substitutions import LaunchConfiguration
-from launch_ros.actions import Node
-
-def generate_launch_description():
-    return LaunchDescription([
-        DeclareLaunchArgument("arm", default_value="PSM1"),
-        DeclareLaunchArgument(name="sim", default_value="false"),
-        Node(package="dvrk_ident", executable="tool",
-             parameters=["config/tool.yaml", {"arm": LaunchConfiguration("arm"), "use_sim_time": True}],
-             condition=IfCondition(LaunchConfiguration(variable_name="sim"))),
-    ])
-'''
-_TOOL_YAML = "/**:\n  ros__parameters:\n    arm: PSM1\n    rate: 100.0\n"
-
-
-def _launch_fixture(tmp_path: Path, source: str) -> Path:
-    (tmp_path / "config").mkdir()
-    (tmp_path / "config" / "tool.yaml").write_text(_TOOL_YAML)
-    (tmp_path / "x.launch.py").write_text(source)
-    return tmp_path / "x.launch.py"
-
-
-def test_argument_and_parameter_checks_accept_a_good_file(tmp_path: Path):
-    path = _launch_fixture(tmp_path, _ARGS)
-    assert check_launch_file(path, {"tool"}, tmp_path / "config") == []
-    assert check_launch_arguments(path) == []
-    assert check_node_parameters(path, tmp_path / "config") == []
-
-
-@pytest.mark.parametrize(
-    ("source", "expected"),
-    [
-        (_ARGS.replace('LaunchConfiguration("arm")', 'LaunchConfiguration("amr")'),
-         "LaunchConfiguration 'amr' is not a declared launch argument"),
-        (_ARGS.replace('variable_name="sim"', 'variable_name="simulate"'),
-         "LaunchConfiguration 'simulate' is not a declared launch argument"),
-        (_ARGS.replace('LaunchConfiguration("arm")', '"PSM2"'), "launch argument 'arm' is declared but never used"),
-        (_ARGS.replace('name="sim"', 'name="arm"'), "launch argument 'arm' declared twice"),
-        (_ARGS.replace('LaunchConfiguration("arm")', "LaunchConfiguration(ARM)"), "is not a literal string"),
-    ],
-)
-def test_argument_check_rejects_a_bad_file(tmp_path: Path, source: str, expected: str):
-    problems = check_launch_arguments(_launch_fixture(tmp_path, source))
-    assert any(expected in p for p in problems), problems
-
-
-def test_argument_check_accepts_a_configuration_with_a_default_or_set(tmp_path: Path):
-    source = _ARGS.replace('LaunchConfiguration("arm")', 'LaunchConfiguration("arm", default="PSM1")')
-    source = source.replace('DeclareLaunchArgument("arm", default_value="PSM1")',
-                            'SetLaunchConfiguration("other", "x"), LaunchConfiguration("other")')
-    assert check_launch_arguments(_launch_fixture(tmp_path, source)) == []
-
-
-@pytest.mark.parametrize(
-    ("source", "yaml_text", "expected"),
-    [
-        (_ARGS.replace('{"arm"', '{"amr"'), _TOOL_YAML, "'amr' is not a parameter of config/tool.yaml"),
-        (_ARGS.replace('executable="tool"', 'executable="other"'), _TOOL_YAML,
-         "other sets parameters but config/other.yaml does not exist"),
-        (_ARGS, "tool:\n  ros__parameters:\n    arm: PSM1\n", "config/tool.yaml is not a parameter file"),
-    ],
-)
-def test_parameter_check_rejects_a_bad_file(tmp_path: Path, source: str, yaml_text: str, expected: str):
-    path = _launch_fixture(tmp_path, source)
-    (tmp_path / "config" / "tool.yaml").write_text(yaml_text)
-    problems = check_node_parameters(path, tmp_path / "config")
-    assert any(expected in p for p in problems), problems
-
-
 def test_parameter_file_check_accepts_a_good_file(tmp_path: Path):
     path = tmp_path / "tool.yaml"
     path.write_text("/**:\n  ros__parameters:\n    # the arm\n    arm: PSM1\n    rate: 100.0\n    noise: true\n"
@@ -254,123 +182,11 @@ def test_parameter_file_check_rejects_a_bad_file(tmp_path: Path, text: str, expe
     assert any(expected in p for p in problems), problems
 
 
-# -- exit handlers and argument conventions ------------------------------------------------------------------------
-_HANDLED = '''
-from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument
-from launch.conditions import IfCondition
-from launch.substitutions import LaunchConfiguration
-from launch_ros.actions import Node
 
-from dvrk_ident_ros.jobs.launch_support import canonical_arguments, exit_handler
-
-def generate_launch_description():
-    arm = LaunchConfiguration("arm")
-    sim = LaunchConfiguration("sim")
-    worker = Node(package="dvrk_ident", executable="tool", parameters=[{"arm": arm}])
-    helper = Node(package="dvrk_ident", executable="other", condition=IfCondition(sim))
-    return LaunchDescription([
-        DeclareLaunchArgument("arm", default_value="PSM1"),
-        DeclareLaunchArgument("sim", default_value="false"),
-        DeclareLaunchArgument("home", default_value=sim),
-        DeclareLaunchArgument("mode", default_value="fast", choices=["fast", "slow"]),
-        canonical_arguments(booleans=("sim", "home"), arm="arm"),
-        worker,
-        helper,
-        exit_handler(worker, "the worker", required=True),
-        exit_handler(helper, "the helper"),
-    ])
-'''
-
-
-def test_handler_and_convention_checks_accept_a_good_file(tmp_path: Path):
-    path = tmp_path / "x.launch.py"
-    path.write_text(_HANDLED)
-    assert check_exit_handlers(path) == []
-    assert check_argument_conventions(path) == []
-    assert required_executables(path) == {"tool"}
-
-
-@pytest.mark.parametrize(
-    ("old", "new", "expected"),
-    [
-        ('        exit_handler(helper, "the helper"),\n', "", "node 'helper' has no exit_handler"),
-        ("required=True", "required=False", "no exit_handler(..., required=True)"),
-        ("        worker,\n", '        Node(package="dvrk_ident", executable="third"),\n        worker,\n',
-         "a Node not bound to a name"),
-        ("from dvrk_ident_ros.jobs.launch_support import canonical_arguments, exit_handler",
-         "from dvrk_ident_ros.jobs.launch_support import canonical_arguments\nfrom elsewhere import exit_handler",
-         "does not import exit_handler from dvrk_ident_ros.jobs.launch_support"),
-    ],
-)
-def test_handler_check_rejects_a_bad_file(tmp_path: Path, old: str, new: str, expected: str):
-    assert old in _HANDLED
-    path = tmp_path / "x.launch.py"
-    path.write_text(_HANDLED.replace(old, new))
-    problems = check_exit_handlers(path)
-    assert any(expected in p for p in problems), problems
-
-
-@pytest.mark.parametrize(
-    ("old", "new", "expected"),
-    [
-        ('"sim", default_value="false")', '"sim", default_value="false", choices=["true", "false"])',
-         "boolean argument 'sim' has choices"),
-        ('"arm", default_value="PSM1")', '"arm", default_value="PSM1", choices=["PSM1", "PSM2"])',
-         "argument 'arm' has choices"),
-        ('booleans=("sim", "home")', 'booleans=("sim",)', "boolean argument 'home' is not made canonical"),
-        ('booleans=("sim", "home"), arm="arm"', 'booleans=("sim", "home")', "argument 'arm' is not made canonical"),
-    ],
-)
-def test_convention_check_rejects_a_bad_file(tmp_path: Path, old: str, new: str, expected: str):
-    assert old in _HANDLED
-    path = tmp_path / "x.launch.py"
-    path.write_text(_HANDLED.replace(old, new))
-    problems = check_argument_conventions(path)
-    assert any(expected in p for p in problems), problems
-
-
-# -- dvrk-ident launch: the same plan as the launch file ------------------------------------------------------------
-def _node_dicts(path: Path) -> dict[str, set[str]]:
-    """executable -> names of the parameters its Node(...) sets in a dict."""
-    tree = ast.parse(path.read_text())
-    out = {}
-    for call in ast.walk(tree):
-        if isinstance(call, ast.Call) and getattr(call.func, "id", None) == "Node":
-            keywords = {k.arg: k.value for k in call.keywords}
-            names = {key.value for d in keywords["parameters"].elts if isinstance(d, ast.Dict) for key in d.keys}
-            out[keywords["executable"].value] = names
-    return out
-
-
-#: Arguments that make every node of the file start.
-_EVERY_NODE = {"collect": ["sim:=true"], "gravity_compensation": ["parameter_file:=gc.json"],
-               "gc_calibration": ["sim:=true", "serial:=1"]}
-
-
-@pytest.mark.parametrize("path", LAUNCH_FILES, ids=lambda p: p.name)
-def test_dvrk_ident_launch_runs_the_plan_of_the_launch_file(path: Path):
-    from dvrk_ident_ros.jobs.launch_commands import declared_arguments, launch_plan
-
-    name = path.name.removesuffix(".launch.py")
-    nodes = launch_plan(name, _EVERY_NODE.get(name, []))
-    dicts = _node_dicts(path)
-    assert {n.node for n in nodes} == set(dicts) == _launched_executables(path)
-    for n in nodes:
-        assert set(n.parameters) - {"use_sim_time"} == dicts[n.node] - {"use_sim_time"}, n.node
-    assert {n.node for n in nodes if n.required} == REQUIRED[path.name]
-    assert [a.name for a in declared_arguments(path)] == [
-        _literal_name(c) for c in ast.walk(ast.parse(path.read_text()))
-        if isinstance(c, ast.Call) and getattr(c.func, "id", None) == "DeclareLaunchArgument"]
-
-
-def _literal_name(call: ast.Call) -> str:
-    return call.args[0].value
-
-
+# -- dvrk-ident launch and ros2 launch: the same plan ----------------------------------------------------------
 def test_collect_plan_follows_the_arguments(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     from dvrk_ident_ros.errors import LaunchArgumentError
-    from dvrk_ident_ros.jobs.launch_commands import launch_plan
+    from dvrk_ident_ros.jobs.launch_plans import launch_plan
 
     nodes = launch_plan("collect", ["arm:=mtml", "sim:=True", "autostart:=0"])
     by_node = {n.node: n for n in nodes}
@@ -413,7 +229,7 @@ def test_collect_plan_follows_the_arguments(tmp_path: Path, monkeypatch: pytest.
 )
 def test_dvrk_ident_launch_refuses_bad_arguments_before_any_node_starts(file: str, given: list[str], expected: str):
     from dvrk_ident_ros.errors import DvrkIdentError
-    from dvrk_ident_ros.jobs.launch_commands import launch_plan
+    from dvrk_ident_ros.jobs.launch_plans import launch_plan
 
     with pytest.raises(DvrkIdentError) as info:
         launch_plan(file, given)

@@ -77,12 +77,16 @@ class Launch:
 @pytest.mark.ros
 @pytest.mark.parametrize("launch_file", LAUNCH_FILES)
 def test_every_launch_file_loads_in_the_real_launch(launch_file: str, tools_env):
-    from dvrk_ident_ros.jobs.launch_commands import declared_arguments
+    from dvrk_ident_ros.jobs.launch_plans import launch_file as planned
 
     proc = ros2("launch", "dvrk_ident", launch_file, "--show-args", env=tools_env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     shown = re.findall(r"^    '(\w+)':", proc.stdout, flags=re.MULTILINE)
-    assert shown == [a.name for a in declared_arguments(REPO_ROOT / "launch" / launch_file)], proc.stdout
+    arguments = planned(launch_file).arguments
+    assert shown == [a.name for a in arguments], proc.stdout
+    text = " ".join(proc.stdout.split())
+    for a in arguments:  # the plan's own descriptions (their first words: launch wraps long lines)
+        assert " ".join(a.description.split()[:4]) in text, (a.name, proc.stdout)
 
 
 @pytest.mark.ros

@@ -124,7 +124,7 @@ def test_planar_arm_through_the_nodes(planar_path, ros_env, tmp_path: Path):
     but YAML describes it."""
     from dvrk_ident_ros.gc.runtime.model_law import ModelCompensation
     from dvrk_ident_ros.identify.results import IdentificationResult
-    from dvrk_ident_ros.jobs.launch_support import default_trajectory
+    from dvrk_ident_ros.jobs.launch_plans import default_trajectory
     from dvrk_ident_ros.jobs.launcher import NodeProcess, ros_environment, wait_for
     from dvrk_ident_ros.ros.clients import ArmClient
     from dvrk_ident_ros.sim.config import load_sim_config

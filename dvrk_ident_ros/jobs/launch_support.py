@@ -1,15 +1,15 @@
 """What the package's launch files (launch/*.launch.py) share: argument conventions and exit statuses.
 
-Launch files import it (``from dvrk_ident_ros.jobs.launch_support import ...``):
-the package is on the Python path of a sourced workspace. The rules are plain
-functions (ROS-free, unit-tested without the ``launch`` package, which has no
-wheel here); only :func:`canonical_arguments`, :func:`resolve_trajectory` and
-:func:`exit_handler` build ``launch`` actions, importing it when called.
+Launch files import it (``from dvrk_ident_ros.jobs.launch_support import launch_description``):
+the package is on the Python path of a sourced workspace. :func:`launch_description` builds a launch file's
+description from its entry in :mod:`dvrk_ident_ros.jobs.launch_plans` (its arguments, and an
+``OpaqueFunction`` that runs its plan on their values and starts the plan's nodes, each with its exit
+handler). The rules are plain functions (ROS-free, unit-tested without the ``launch`` package, which has no
+wheel here); only :func:`launch_description` and :func:`exit_handler` build ``launch`` actions, importing
+it when called.
 
-- Booleans as ROS accepts them: true/false/1/0 in any case (what launch's
-  ``IfCondition`` accepts), made "true"/"false" before any node reads them.
-- Arm names in any case, made canonical (``psm1`` -> ``PSM1``) before node
-  names and parameters use them; an unknown arm stops the launch with its reason.
+- Arguments: booleans and arm names as ROS takes them, made canonical by the plans
+  (:func:`dvrk_ident_ros.jobs.launch_plans.canonical_values`) before any node reads them.
 - Exit statuses: every node of a launch file registers :func:`exit_handler`.
   A node that exits non-zero ends the launch with an error, so ``ros2 launch``
   exits non-zero; a *required* node (the one that does the launch's job) ends
@@ -29,56 +29,7 @@ calls a callable ``on_exit`` as ``on_exit(event, context)`` with the
 """
 from __future__ import annotations
 
-from pathlib import Path
-
-from dvrk_ident_ros.arm.registry import arm_spec, canonical_arm
-from dvrk_ident_ros.errors import DataError, DvrkIdentError, LaunchArgumentError, NodeFailedError
-from dvrk_ident_ros.files import resolve_package_file
-
-_TRUE = ("true", "1")
-_FALSE = ("false", "0")
-
-
-
-
-
-
-def parse_bool(value: str, name: str) -> bool:
-    """A boolean launch argument as ROS accepts it: true/false/1/0, any case; anything else is refused."""
-    text = str(value).strip().lower()
-    if text in _TRUE:
-        return True
-    if text in _FALSE:
-        return False
-    raise LaunchArgumentError(f"launch argument {name}:={value!r} is not a boolean: use true or false (or 1, 0; "
-                              "any case)")
-
-
-def canonical_values(values: dict[str, str], booleans: tuple[str, ...] = (), arm: str | None = None) -> dict[str, str]:
-    """The canonical text of the boolean arguments ("true"/"false") and of the arm argument (``PSM1``)."""
-    out = {name: "true" if parse_bool(values[name], name) else "false" for name in booleans}
-    if arm is not None:
-        try:
-            out[arm] = canonical_arm(values[arm])
-        except DvrkIdentError as exc:
-            raise LaunchArgumentError(f"launch argument {arm}: {exc}") from exc
-    return out
-
-
-def default_trajectory(arm: str) -> str:
-    """The default excitation trajectory of the arm's family (the arm registry's ``trajectory``)."""
-    path = arm_spec(canonical_arm(arm)).trajectory
-    if path is None:
-        raise DataError(f"the {canonical_arm(arm)} has no default trajectory (dvrk.trajectory of its description): "
-                        "give trajectory_file")
-    return str(path)
-
-
-def trajectory_path(arm: str, given: str) -> Path:
-    """The trajectory or pose-grid file a launch plays: ``given`` by the one rule of
-    :func:`~dvrk_ident_ros.files.resolve_package_file` (absolute, working directory, package share),
-    the family's shipped trajectory when empty. Missing: DataError naming the places looked at."""
-    return resolve_package_file(given.strip() or default_trajectory(arm), "trajectory file")
+from dvrk_ident_ros.errors import NodeFailedError
 
 
 def exit_outcome(what: str, process: str, returncode: int | None, required: bool) -> str | None:
@@ -120,31 +71,46 @@ def exit_handler(node, what: str, required: bool = False):
     return RegisterEventHandler(OnProcessExit(target_action=node, on_exit=ExitCheck(what, required)))
 
 
-def _configurations(context, names) -> dict[str, str]:
-    return {name: str(context.launch_configurations[name]) for name in names}
+PACKAGE = "dvrk_ident"
 
 
-def canonical_arguments(booleans: tuple[str, ...] = (), arm: str | None = None):
-    """An ``OpaqueFunction`` that rewrites the named launch configurations to their canonical text
-    (:func:`canonical_values`); place it after the arguments are declared, before anything reads them."""
-    from launch.actions import OpaqueFunction, SetLaunchConfiguration
+def launch_description(name: str):
+    """The ``LaunchDescription`` of ``launch/<name>.launch.py``: its declared arguments, then its plan run on
+    their values when the launch starts (a plan that refuses stops the launch before any node starts)."""
+    from launch.actions import DeclareLaunchArgument, OpaqueFunction
+    from launch.launch_description import LaunchDescription
+    from launch.substitutions import LaunchConfiguration
 
-    def apply(context):
-        names = list(booleans) + ([arm] if arm is not None else [])
-        values = canonical_values(_configurations(context, names), booleans, arm)
-        return [SetLaunchConfiguration(name, value) for name, value in values.items()]
+    from dvrk_ident_ros.jobs.launch_plans import launch_file
 
-    return OpaqueFunction(function=apply)
+    file = launch_file(name)
+    declared = [DeclareLaunchArgument(
+        a.name, default_value=LaunchConfiguration(a.default_from) if a.default_from else a.default,
+        description=a.description, choices=list(a.choices) or None) for a in file.arguments]
+
+    def start(context):
+        values = {a.name: str(context.launch_configurations[a.name]) for a in file.arguments}
+        return launch_actions(file.plan(values))
+
+    return LaunchDescription([*declared, OpaqueFunction(function=start)])
 
 
-def resolve_trajectory(name: str = "trajectory_file", arm: str = "arm"):
-    """An ``OpaqueFunction`` that sets the launch configuration ``name`` to the absolute path of
-    :func:`trajectory_path`; a file found nowhere stops the launch before any node starts."""
-    from launch.actions import LogInfo, OpaqueFunction, SetLaunchConfiguration
+def launch_actions(nodes) -> list:
+    """launch_ros ``Node`` actions for the plan's nodes (:class:`~dvrk_ident_ros.jobs.launcher.PlannedNode`):
+    each with its parameter file (config/<node>.yaml of the package share) and then the plan's values, its exit
+    handler registered before it starts."""
+    from launch.substitutions import PathJoinSubstitution
+    from launch_ros.actions import Node
+    from launch_ros.substitutions import FindPackageShare
 
-    def apply(context):
-        values = _configurations(context, [name, arm])
-        path = trajectory_path(canonical_arm(values[arm]), values[name])
-        return [SetLaunchConfiguration(name, str(path)), LogInfo(msg=f"trajectory for {values[arm]}: {path}")]
+    from dvrk_ident_ros.jobs.launch_plans import NODE_ROLES
 
-    return OpaqueFunction(function=apply)
+    handlers, started = [], []
+    for planned in nodes:
+        node = Node(package=PACKAGE, executable=planned.node, name=planned.label,
+                    parameters=[PathJoinSubstitution([FindPackageShare(PACKAGE), f"config/{planned.node}.yaml"]),
+                                dict(planned.parameters)],
+                    output="screen", emulate_tty=True, sigterm_timeout=f"{planned.stop_timeout:g}")
+        handlers.append(exit_handler(node, NODE_ROLES.get(planned.node, planned.node), required=planned.required))
+        started.append(node)
+    return [*handlers, *started]
