@@ -19,29 +19,32 @@ from dvrk_ident_ros.jobs.console_calibration import (
     console_settings,
     sag_of,
 )
+from dvrk_ident_ros.parameters.gc_calibration import SCHEMA
+from dvrk_ident_ros.parameters.settings import GcCalibrationSettings
 
 REPO = Path(__file__).resolve().parents[1]
 PSM_TRUTH = REPO / "config" / "sim" / "psm_true.json"
 
 
-def _values(**given) -> dict:
+def _params(**given) -> GcCalibrationSettings:
+    """The node's parameters: its schema's defaults, then ``given``."""
     values = {"arm": "PSM1", "serial": "28007", "parameter_file": str(PSM_TRUTH), "output_directory": "out",
-              "home_arm": False, "refit_holds": 24, "hold_poses": 3, "hold_time": 2.0, "seed": 0,
-              "hold_only": False, "max_tip_drift": 0.0, "collect_timeout": 60.0}
-    return {**values, **given}
+              "hold_poses": 3, "collect_timeout": 60.0}
+    return GcCalibrationSettings.from_values({**SCHEMA.defaults(), **values, **given})
 
 
 def test_the_settings_name_the_files_and_refuse_what_cannot_run():
-    s = console_settings(_values())
+    s = console_settings(_params(), "PSM1")
     assert s.parameter_file == PSM_TRUTH and s.kinematic_gc_file.name == "PSM1-28007-kinematic-gc.json"
     assert s.bag.name == "PSM1-28007-holds" and s.refit_file.name == "PSM1-28007-refit.json"
-    assert console_settings(_values(parameter_file="", hold_only=True)).hold_only
+    assert (s.refit_holds, s.hold_time, s.hold_poses) == (SCHEMA["refit_holds"].default, SCHEMA["hold_time"].default, 3)
+    assert console_settings(_params(parameter_file="", hold_only=True), "PSM1").hold_only
     with pytest.raises(CalibrationRefusedError, match="parameter_file is required"):
-        console_settings(_values(parameter_file=""))
+        console_settings(_params(parameter_file=""), "PSM1")
     with pytest.raises(CalibrationRefusedError, match="serial"):
-        console_settings(_values(serial="a b"))
+        console_settings(_params(serial="a b"), "PSM1")
     with pytest.raises(CalibrationRefusedError, match=r"MTML \(MTM\): the dVRK console has no physical-DH"):
-        console_settings(_values(arm="MTML"))
+        console_settings(_params(arm="MTML"), "MTML")
 
 
 def test_the_sag_is_the_tip_between_setpoint_and_measured():

@@ -23,6 +23,7 @@ from dvrk_ident_ros.jobs.gc_calibration import (
     check_gc_arm,
     check_job,
     parse_orders,
+    settings_from_parameters,
 )
 from dvrk_ident_ros.jobs.hold_test import drift_of, hold_poses, limits_check, tip_function
 
@@ -77,6 +78,25 @@ def test_launch_plan_follows_the_arguments():
     assert job.required and job.parameters["home_arm"] is True and job.parameters["hold_poses"] == 3
     assert job.parameters["grid_file"].endswith("config/grids/mtmr_gc_grid.yaml")
     assert [n.node for n in launch_plan("gc_calibration", ["serial:=1"])] == ["gc_safety_net", "gc_calibration"]
+
+
+def test_the_settings_come_from_the_node_s_parameters_and_refuse_what_cannot_run():
+    from dvrk_ident_ros.parameters.gc_calibration import SCHEMA
+    from dvrk_ident_ros.parameters.settings import GcCalibrationSettings
+
+    def params(**given) -> GcCalibrationSettings:
+        return GcCalibrationSettings.from_values({**SCHEMA.defaults(), "arm": "mtml", "serial": " 41878 ", **given})
+
+    s = settings_from_parameters(params(orders="4,1,4,4,4,4", hold_time=1.5), use_sim_time=True)
+    assert (s.arm, s.serial, s.gc_file.name) == ("MTML", "41878", "gc-MTML-41878.json")
+    assert s.grid_file.name == "mtml_gc_grid.yaml" and s.orders == {1: 4, 2: 1, 3: 4, 4: 4, 5: 4, 6: 4}
+    assert (s.hold_time, s.hold_poses, s.use_sim_time) == (1.5, SCHEMA["hold_poses"].default, True)
+    with pytest.raises(CalibrationRefusedError, match="serial 'a b'"):
+        settings_from_parameters(params(serial="a b"))
+    with pytest.raises(CalibrationRefusedError, match="orders"):
+        settings_from_parameters(params(orders="4,1"))
+    with pytest.raises(CalibrationRefusedError, match="not found"):
+        settings_from_parameters(params(grid_file="no/such/grid.yaml"))
 
 
 def test_orders():

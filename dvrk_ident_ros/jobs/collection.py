@@ -1,6 +1,7 @@
 """Play a pose grid on an arm and record it to a bag: the nodes of ``collect.launch.py`` (recorder with
 ``expect_player``, trajectory player with autostart) as one stage of a longer job (ROS-free: the nodes run as
-processes). The gc calibrations' first stage (jobs/gc_calibration.py, jobs/console_calibration.py)."""
+processes). The gc calibrations' first stage (jobs/gc_calibration.py, jobs/console_calibration.py), and what the
+two share: their settings' defaults (the node's schema) and the serial number's check."""
 from __future__ import annotations
 
 import threading
@@ -9,12 +10,25 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dvrk_ident_ros.errors import DvrkIdentError, StepFailedError
+from dvrk_ident_ros.errors import CalibrationRefusedError, DvrkIdentError, StepFailedError
+from dvrk_ident_ros.parameters.gc_calibration import SCHEMA
+from dvrk_ident_ros.parameters.settings import GcCalibrationSettings
 
 #: The jobs' exit statuses (as the trajectory player's autostart): done, a step failed, refused before any motion.
 DONE, FAILED, REFUSED = 0, 1, 2
 
+#: the gc_calibration node's parameter defaults (its schema, parameters/gc_calibration.py): the two calibration
+#: jobs' defaults too
+DEFAULTS = GcCalibrationSettings.from_values(SCHEMA.defaults())
 
+
+def checked_serial(serial: str, names: str) -> str:
+    """The arm's serial number as it names the job's files (``names``); refused when empty or not a name."""
+    serial = serial.strip()
+    if not serial or any(c in serial for c in "/\\ "):
+        raise CalibrationRefusedError(f"serial {serial!r}: give the arm's serial number (serial:=41878), it names "
+                                      f"{names}")
+    return serial
 
 
 @dataclass

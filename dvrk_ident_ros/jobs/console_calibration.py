@@ -31,7 +31,8 @@ import numpy as np
 from dvrk_ident_ros.arm.registry import ArmSpec, arm_spec
 from dvrk_ident_ros.errors import CalibrationRefusedError, DataError, DvrkIdentError, StepFailedError
 from dvrk_ident_ros.files import resolve_package_file
-from dvrk_ident_ros.jobs.collection import DONE, FAILED, REFUSED, GridCollection, StagedJob
+from dvrk_ident_ros.jobs.collection import DEFAULTS, DONE, FAILED, REFUSED, GridCollection, StagedJob, checked_serial
+from dvrk_ident_ros.parameters.settings import GcCalibrationSettings
 
 HOLD_SETTLE, HOLD_SAMPLES = 2.0, 50  # s, samples at 100 Hz: each refit hold 2.5 s at rest (gc refit keeps 1.5 s)
 READ_WINDOW = 0.25  # s: the measured pose at the end of a hold is the mean over this window
@@ -41,20 +42,20 @@ READ_WINDOW = 0.25  # s: the measured pose at the end of a hold is the mean over
 
 @dataclass(frozen=True)
 class ConsoleCalibrationSettings:
-    """What the job needs (the node's parameters, config/gc_calibration.yaml)."""
+    """What the job needs: the node's parameters (:func:`console_settings`), resolved and checked."""
 
     arm: str
     serial: str
     parameter_file: Path  # the identified model (/identify, SDP)
     output_directory: Path
-    home_arm: bool = False
-    refit_holds: int = 24
-    hold_poses: int = 5
-    hold_time: float = 2.0
-    seed: int = 0
-    hold_only: bool = False
-    max_tip_sag: float = 0.0  # mm; 0 = report only
-    collect_timeout: float = 3600.0
+    home_arm: bool = DEFAULTS.home_arm
+    refit_holds: int = DEFAULTS.refit_holds
+    hold_poses: int = DEFAULTS.hold_poses
+    hold_time: float = DEFAULTS.hold_time
+    seed: int = DEFAULTS.seed
+    hold_only: bool = DEFAULTS.hold_only
+    max_tip_sag: float = DEFAULTS.max_tip_drift  # mm; 0 = report only
+    collect_timeout: float = DEFAULTS.collect_timeout
     use_sim_time: bool = False
 
     @property
@@ -103,23 +104,16 @@ def parameter_path(given: str) -> Path:
         raise CalibrationRefusedError(str(exc)) from exc
 
 
-def console_settings(values: dict) -> ConsoleCalibrationSettings:
-    """The node's parameter values (arm already canonical) -> settings; refused when unusable."""
-    arm = str(values["arm"])
+def console_settings(params: GcCalibrationSettings, arm: str, use_sim_time: bool = False) -> ConsoleCalibrationSettings:
+    """The node's parameters for ``arm`` (canonical) -> settings; refused when unusable."""
     console_gc_spec(arm)
-    serial = str(values["serial"]).strip()
-    if not serial or any(c in serial for c in "/\\ "):
-        raise CalibrationRefusedError(f"serial {serial!r}: give the arm's serial number (serial:=41878), it "
-                                             f"names {arm}-<serial>-kinematic-gc.json")
-    hold_only = bool(values.get("hold_only", False))
     return ConsoleCalibrationSettings(
-        arm=arm, serial=serial,
-        parameter_file=Path() if hold_only else parameter_path(str(values.get("parameter_file", ""))),
-        output_directory=Path(str(values["output_directory"])).absolute(), home_arm=bool(values["home_arm"]),
-        refit_holds=int(values.get("refit_holds", 24)), hold_poses=int(values["hold_poses"]),
-        hold_time=float(values["hold_time"]), seed=int(values["seed"]), hold_only=hold_only,
-        max_tip_sag=float(values["max_tip_drift"]), collect_timeout=float(values["collect_timeout"]),
-        use_sim_time=bool(values.get("use_sim_time", False)))
+        arm=arm, serial=checked_serial(params.serial, f"{arm}-<serial>-kinematic-gc.json"),
+        parameter_file=Path() if params.hold_only else parameter_path(params.parameter_file),
+        output_directory=Path(params.output_directory).absolute(), home_arm=params.home_arm,
+        refit_holds=params.refit_holds, hold_poses=params.hold_poses, hold_time=params.hold_time, seed=params.seed,
+        hold_only=params.hold_only, max_tip_sag=params.max_tip_drift, collect_timeout=params.collect_timeout,
+        use_sim_time=use_sim_time)
 
 
 class ConsolePort(Protocol):

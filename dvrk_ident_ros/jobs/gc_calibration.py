@@ -34,29 +34,30 @@ from dvrk_ident_ros.arm.registry import arm_spec, canonical_arm
 from dvrk_ident_ros.errors import CalibrationRefusedError, DataError, DvrkIdentError, StepFailedError
 from dvrk_ident_ros.files import resolve_package_file
 from dvrk_ident_ros.gc.runtime.takeover_guard import GUARD_STOP
-from dvrk_ident_ros.jobs.collection import DONE, FAILED, GridCollection, StagedJob
+from dvrk_ident_ros.jobs.collection import DEFAULTS, DONE, FAILED, GridCollection, StagedJob, checked_serial
 from dvrk_ident_ros.jobs.hold_test import Drift, drift_of, hold_poses, limits_check, tip_function
+from dvrk_ident_ros.parameters.settings import GcCalibrationSettings
 
 
 @dataclass(frozen=True)
 class CalibrationSettings:
-    """What the job needs (the node's parameters, config/gc_calibration.yaml)."""
+    """What the job needs: the node's parameters (:func:`settings_from_parameters`), resolved and checked."""
 
     arm: str
     serial: str
     grid_file: Path
     output_directory: Path
-    home_arm: bool = False
-    pose_stride: int = 1
-    sweep_stride: int = 1
-    method: str = ""  # "" = the fitting job's default estimator
+    home_arm: bool = DEFAULTS.home_arm
+    pose_stride: int = DEFAULTS.pose_stride
+    sweep_stride: int = DEFAULTS.sweep_stride
+    method: str = DEFAULTS.method  # "" = the fitting job's default estimator
     orders: dict[int, int] | str | None = None  # None: the default; "auto": cross-validated
-    effort: str = "setpoint"
-    hold_poses: int = 5
-    hold_time: float = 2.0
-    seed: int = 0
-    max_tip_drift: float = 0.0  # mm; 0 = report only
-    collect_timeout: float = 3600.0
+    effort: str = DEFAULTS.effort
+    hold_poses: int = DEFAULTS.hold_poses
+    hold_time: float = DEFAULTS.hold_time
+    seed: int = DEFAULTS.seed
+    max_tip_drift: float = DEFAULTS.max_tip_drift  # mm; 0 = report only
+    collect_timeout: float = DEFAULTS.collect_timeout
     use_sim_time: bool = False  # the arm publishes /clock (sim:=true): every node the job starts uses it
 
     @property
@@ -128,26 +129,21 @@ def grid_path(arm: str, given: str) -> Path:
         raise CalibrationRefusedError(f"{exc} (give grid_file, e.g. from `dvrk-ident grid make`)") from exc
 
 
-def settings_from_parameters(values: dict) -> CalibrationSettings:
-    """The node's parameter values -> :class:`CalibrationSettings` (:class:`CalibrationRefusedError` if unusable)."""
+def settings_from_parameters(params: GcCalibrationSettings, use_sim_time: bool = False) -> CalibrationSettings:
+    """The node's parameters -> :class:`CalibrationSettings` (:class:`CalibrationRefusedError` if unusable)."""
     try:
-        arm = check_gc_arm(str(values["arm"]))
+        arm = check_gc_arm(params.arm)
     except CalibrationRefusedError:
         raise
     except DvrkIdentError as exc:
         raise CalibrationRefusedError(str(exc)) from exc
-    serial = str(values["serial"]).strip()
-    if not serial or any(c in serial for c in "/\\ "):
-        raise CalibrationRefusedError(f"serial {serial!r}: give the arm's serial number (serial:=41878), it names "
-                                 f"gc-{arm}-<serial>.json")
     return CalibrationSettings(
-        arm=arm, serial=serial, grid_file=grid_path(arm, str(values["grid_file"])),
-        output_directory=Path(str(values["output_directory"])).absolute(), home_arm=bool(values["home_arm"]),
-        pose_stride=int(values["pose_stride"]), sweep_stride=int(values["sweep_stride"]),
-        method=str(values["method"]).strip(), orders=parse_orders(str(values["orders"])),
-        effort=str(values["effort"]), hold_poses=int(values["hold_poses"]), hold_time=float(values["hold_time"]),
-        seed=int(values["seed"]), max_tip_drift=float(values["max_tip_drift"]),
-        collect_timeout=float(values["collect_timeout"]), use_sim_time=bool(values.get("use_sim_time", False)))
+        arm=arm, serial=checked_serial(params.serial, f"gc-{arm}-<serial>.json"),
+        grid_file=grid_path(arm, params.grid_file), output_directory=Path(params.output_directory).absolute(),
+        home_arm=params.home_arm, pose_stride=params.pose_stride, sweep_stride=params.sweep_stride,
+        method=params.method.strip(), orders=parse_orders(params.orders), effort=params.effort,
+        hold_poses=params.hold_poses, hold_time=params.hold_time, seed=params.seed,
+        max_tip_drift=params.max_tip_drift, collect_timeout=params.collect_timeout, use_sim_time=use_sim_time)
 
 
 class ArmPort(Protocol):

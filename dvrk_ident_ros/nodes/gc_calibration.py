@@ -31,6 +31,7 @@ from dvrk_ident_ros.jobs.gc_calibration import Calibration, settings_from_parame
 from dvrk_ident_ros.jobs.launcher import ros_environment, wait_for
 from dvrk_ident_ros.node_help import node_help, wants_help
 from dvrk_ident_ros.parameters.gc_calibration import SCHEMA
+from dvrk_ident_ros.parameters.settings import GcCalibrationSettings
 from dvrk_ident_ros.ros.clients import ArmClient
 from dvrk_ident_ros.ros.messages import crtk_messages
 from dvrk_ident_ros.ros.parameters import declare_parameters
@@ -191,16 +192,15 @@ class ClientPort:
         return f"pose {played} of {status.pose_count}, {100 * status.progress:.0f} % played"
 
 
-def _parameters(args: list[str] | None) -> tuple[dict, str]:
-    """The node's parameters (the schema's checks) and its name, from --ros-args."""
+def _parameters(args: list[str] | None) -> tuple[GcCalibrationSettings, bool, str]:
+    """The node's parameters (the schema's checks), whether it uses sim time, and its name, from --ros-args."""
     context = rclpy.Context()
     rclpy.init(args=args, context=context, signal_handler_options=SignalHandlerOptions.NO)
     try:
         node = rclpy.create_node("gc_calibration", context=context)
         try:
-            values = declare_parameters(node, SCHEMA)
-            values["use_sim_time"] = bool(node.get_parameter("use_sim_time").value)
-            return values, node.get_name()
+            params = GcCalibrationSettings.from_values(declare_parameters(node, SCHEMA))
+            return params, node.get_parameter("use_sim_time").value is True, node.get_name()
         finally:
             node.destroy_node()
     finally:
@@ -212,10 +212,11 @@ def main(args: list[str] | None = None) -> int:
         print(node_help("dvrk_ident_ros.nodes.gc_calibration"), flush=True)
         return 0
     try:
-        values, name = _parameters(args)
-        arm = canonical_arm(str(values["arm"]))
+        params, use_sim_time, name = _parameters(args)
+        arm = canonical_arm(params.arm)
         console = arm_spec(arm).console_gc is not None  # a PSM or an ECM: the console's own file
-        settings = console_settings({**values, "arm": arm}) if console else settings_from_parameters(values)
+        settings = (console_settings(params, arm, use_sim_time) if console
+                    else settings_from_parameters(params, use_sim_time))
     except (CalibrationRefusedError, DvrkIdentError) as exc:
         print(f"error: {exc}", flush=True)
         return REFUSED
