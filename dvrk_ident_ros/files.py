@@ -9,8 +9,8 @@ import yaml
 
 from dvrk_ident_ros.errors import DataError, DvrkIdentError
 
-#: libyaml's safe loader where PyYAML was built with it (its wheels are): the same documents, about ten times
-#: faster than the pure-Python one (an arm's description and trajectory files are read at every node's start)
+#: libyaml's safe loader where PyYAML was built with it (its wheels are): the same documents, much faster than the
+#: pure-Python one (docs/results.md; an arm's description and trajectory files are read at every node's start)
 YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 

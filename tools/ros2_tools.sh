@@ -82,7 +82,7 @@ step "install launch, launch_ros, ros2cli, rosidl_runtime_py (--no-deps --prefix
 packages=(rosidl_runtime_py launch/launch launch/launch_xml launch/launch_yaml launch_ros/launch_ros
           launch_ros/ros2launch ros2cli/ros2cli ros2cli/ros2run ros2cli/ros2pkg ros2cli/ros2node ros2cli/ros2topic
           ros2cli/ros2service ros2cli/ros2param ros2cli/ros2interface ros2cli/ros2action)
-# --no-build-isolation: built with the venv's setuptools and the pinned wheel, offline and in a third of the time
+# --no-build-isolation: built with the venv's setuptools and the pinned wheel, offline and faster (docs/results.md)
 pip_install --no-deps --no-build-isolation --prefix "$prefix" \
     "${packages[@]/#/$work/src/}" >> "$log" 2>&1 || { tail -30 "$log" >&2; exit 1; }
 rm -f "$prefix/.lock"  # uv's lock of the target environment

@@ -36,8 +36,8 @@ if [ $# -gt 0 ]; then
   tests=$?
 else
   # The whole suite: the node tests (`ros`: nodes in subprocesses, timed) in the foreground on two
-  # pytest-xdist workers (the nodes mostly wait on each other and on the clock: one run of them keeps
-  # about 0.6 of a core busy), and beside them the core's tests (CPU-bound, untimed) at idle priority, so
+  # pytest-xdist workers (the nodes mostly wait on each other and on the clock: one run of them leaves
+  # much of a core idle, docs/results.md), and beside them the core's tests (CPU-bound, untimed) at idle priority, so
   # that they only take the CPU the node tests leave. Disjoint ROS_DOMAIN_ID ranges keep the runs' nodes
   # apart (each xdist worker takes its own slice of the node tests' range: test/conftest.py).
   # DVRK_IDENT_NODE_WORKERS=1 runs the node tests in one process, as before.

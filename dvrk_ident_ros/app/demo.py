@@ -19,8 +19,8 @@ does from the console. Stages longer than a few seconds print their progress.
    move_jp, recorded, ``/identify`` (mlse) -> a gc file.
 4. gravity_compensation with that gc file holding the simulated MTML at
    random poses (drift test: tip motion over 2 s under compensation only).
-5. With ``--psm-gravity`` (about 80 s more; the stages above take 7-9 minutes
-   on a 2-core machine, and the demo keeps within 10): PSM1's gravity at
+5. With ``--psm-gravity`` (longer: not in ``make demo``, which keeps within
+   10 minutes; the stages' times: docs/results.md): PSM1's gravity at
    rest: static holds (``dvrk-ident trajectory holds``)
    played and recorded through the nodes, the identified model's gravity
    refitted to them (``dvrk-ident gc refit``: the residual at rest before and
@@ -209,8 +209,8 @@ def _mtm_stage(client, out: Path, logs: Path, env: dict, stride: int) -> Path:
     return Path(r.result_file)
 
 
-#: rad (m): a pose is reached this close (the player's pose check too): a PSM rests up to 12 mrad under its
-#: setpoint, its PID having no integral term (config/sim/README.md)
+#: rad (m): a pose is reached this close (the player's pose check too): a PSM rests under its setpoint, its PID
+#: having no integral term (config/sim/README.md; how far: docs/results.md)
 REACH_TOLERANCE = 0.02
 
 

@@ -3,7 +3,7 @@
 The dVRK's bridge publishes ``measured_js`` at 100 Hz by default (``dvrk_system -p 0.01``). That is enough
 for a pose grid (each pose is sampled at rest), not for identification: the efforts of a PID tracking a
 fast stream alias when sampled at 100 Hz (docs/lab-procedure.md; the simulated PSM identified from 100 Hz
-recordings had training errors of 48-94 % per joint, from 1 kHz ones 5-44 %). :data:`IDENTIFICATION_RATE`
+recordings fits far worse than from 1 kHz ones: docs/results.md). :data:`IDENTIFICATION_RATE`
 is the rate below which the player warns before it streams an excitation trajectory and the identification
 notes the recording in its summary.
 """

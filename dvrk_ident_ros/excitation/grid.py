@@ -78,8 +78,8 @@ def make_grid(side: str, spec: dict | None = None) -> dict:
             "samples_per_pose": int(spec.get("samples_per_pose", 10)), "sweeps": sweeps}
 
 
-#: A narrow MTM grid (every joint over a few poses, 3-5 a sweep, two auxiliary values): 68 poses, about a minute
-#: on the arm; enough for first-order polynomials only. The short runs of the tests and benchmarks.
+#: A narrow MTM grid (every joint over a few poses, 3-5 a sweep, two auxiliary values): 68 poses, a short run on
+#: the arm (docs/results.md); enough for first-order polynomials only. The short runs of the tests and benchmarks.
 NARROW_SPEC: dict = {
     "settle_time": 0.2, "samples_per_pose": 10,
     "joints": {

@@ -27,7 +27,7 @@ HOLDS_KIND = "static_holds"
 APPROACHES = ("both_sides", "random")
 DEFAULT_POSES = 32  # holds: 8 poses x 4 with both_sides
 APPROACH_OFFSET = 0.02  # d, a fraction of each joint's range: p + d, p, p - d, p
-DEFAULT_SETTLE = 2.0  # s: the PID's settling after a move (1 s left 0.9 mm of drift on the simulated PSM)
+DEFAULT_SETTLE = 2.0  # s: the PID's settling after a move (1 s left drift on the simulated PSM: docs/results.md)
 DEFAULT_SAMPLES = 100  # at 100 Hz: 1 s sampled after the settle
 MAX_DRAWS = 10_000  # random draws per pose before the limits are called too tight
 

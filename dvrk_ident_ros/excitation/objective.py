@@ -20,8 +20,8 @@ CHECK_RATE = 1000.0  # Hz: the dense verification of every limit
 SOFTNESS = 8.0  # p of the soft maximum / minimum of the Gram eigenvalues
 STATE_STEP = 1e-6  # forward-difference step of the regressor in q, qd, qdd
 # s: each window of the period gives the extremes of every limited coordinate (rows of SLSQP's
-# subproblem, whose cost grows with them: 0.25 s instead of 0.1 s made an MTM exploration 14 %
-# faster, with explorations as good; still exact on the 1 kHz grid, a window's maximum is its own)
+# subproblem, whose cost grows with them: longer windows, fewer rows, faster explorations as good,
+# docs/results.md; still exact on the 1 kHz grid, a window's maximum is its own)
 WINDOW = 0.25
 # Fraction of each position range (and of each speed limit) left free. The
 # limit tables are already the excitation limits and the constraints hold on

@@ -52,9 +52,9 @@ EXTREMES = 8  # Gram eigenvalues at each end bounded in the epigraph polish
 # The search's defaults (the CLI's): random starts, brief polishes, full polishes, iterations.
 DEFAULT_STARTS = 192
 # Explorations are screened: every start runs half the exploration, and only this fraction of
-# them (the best) runs the other half. On 64 MTM starts the ranking after 25 iterations
-# predicted the ranking after 50 (Spearman 0.93; the 4 best at 50 were among the 5 best at
-# 25), and 25 + 25 iterations ended where 50 did: twice the starts for the time of one.
+# them (the best) runs the other half. The ranking at half-way predicts the final one, and a
+# continued exploration ends where an unbroken one does (docs/results.md): twice the starts
+# for the time of one.
 CONTINUED_FRACTION = 1 / 8
 DEFAULT_POLISH = 12
 DEFAULT_FINALISTS = 2

@@ -18,9 +18,9 @@ evaluated at):
 Why at most two periods rather than one: through a short gap the arm keeps
 moving (its setpoint velocity, its momentum), so a setpoint one period on
 would stop it short; a gap beyond that is held. Against the simulated MTM with
-a loaded machine's tick jitter (10 % of ticks late by 2 ms on average) the
-largest tracking error was 0.033 rad (this policy), 0.073 (one period on) and
-0.068 (never held: the setpoints jump by the gap).
+a loaded machine's tick jitter this policy tracked better than either other (a
+setpoint one period on; never holding, where the setpoints jump by the gap):
+docs/results.md, "Playback".
 
 It counts ticks, missed periods (deadlines without a tick), stalls and
 the time held, and keeps the tick intervals (a histogram) for their median and

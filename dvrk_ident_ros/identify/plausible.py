@@ -134,7 +134,7 @@ def active_bounds(model: ArmModel, delta: np.ndarray) -> dict[str, list[str]]:
 #: Clarabel settings tried in turn until one ends "optimal": a link the base parameters force onto the
 #: cone's boundary leaves the log-det problem almost no interior, and the default settings then stop at
 #: "optimal_inaccurate" (the PSM simulated by config/sim/psm.yaml, tracked and identified; its answer
-#: was verified the same with the second settings, relative base change 1e-8).
+#: was verified the same with the second settings: docs/results.md).
 SOLVER_ATTEMPTS: tuple[dict, ...] = ({}, {"static_regularization_enable": False}, {"equilibrate_enable": False})
 
 
@@ -226,8 +226,8 @@ def choose_plausible(model: ArmModel, base: np.ndarray, fixed: np.ndarray, prior
     rows = norms > 0
     target = np.asarray(base, dtype=float) - K[:, ~inertial] @ fixed[~inertial]
     # J_k = C_k X_k C_k^T > 0 through log det X_k; the SDP's floor (J >= 1e-7 I) is not imposed: on the
-    # tracked simulated PSM it took three solver attempts, 0.6 s instead of 0.4, and links the base
-    # parameters force onto the cone's boundary still ended below it (4e-9) within the solver's tolerance
+    # tracked simulated PSM it took more solver attempts and longer, and links the base parameters force
+    # onto the cone's boundary still ended below it within the solver's tolerance (docs/results.md)
     constraints = [*bound_constraints(model, delta), (KM[rows] / norms[rows, None]) @ x == target[rows] / norms[rows]]
     problem = cp.Problem(cp.Minimize(objective), constraints)
     attempts = _solve(problem)

@@ -168,7 +168,7 @@ class CompiledModel:
 
     The arguments are copied into buffers allocated once, whose addresses are passed as plain integers:
     no allocation and no ctypes pointer object per call (converting four arrays with ``data_as`` cost more
-    than the C program itself, about 45 us of a 1.5 kHz simulation step's 300).
+    than the C program itself: docs/results.md, "The simulator").
     """
 
     def __init__(self, library: ctypes.CDLL, dof: int, params: int):
@@ -180,7 +180,7 @@ class CompiledModel:
         self._q, self._qd, self._qdd, self._zeros = (np.zeros(dof) for _ in range(4))
         self._out = np.zeros((dof, params))
         self._known_out = np.zeros(dof)
-        # the addresses once: ndarray.ctypes.data itself costs about 2 us a call
+        # the addresses once: ndarray.ctypes.data itself costs time on every call
         self._q_at, self._qd_at, self._qdd_at, self._zeros_at, self._out_at, self._known_out_at = (
             a.ctypes.data for a in (self._q, self._qd, self._qdd, self._zeros, self._out, self._known_out))
         self._regressor, self._inertia, self._gravity = library.regressor, library.inertia, library.gravity
@@ -211,7 +211,7 @@ class CompiledModel:
 
     def known(self, q: np.ndarray) -> np.ndarray:
         """The known (cable) torques (n,) at one position, motor space; a reused buffer, as ``regressor``
-        (the NumPy module's ``known`` costs about 80 us for one sample, the simulator's largest item)."""
+        (the NumPy module's ``known`` for one sample was the simulator step's largest item: docs/results.md)."""
         self._q[:] = q
         self._known(self._q_at, self._zeros_at, self._zeros_at, self._known_out_at)
         return self._known_out

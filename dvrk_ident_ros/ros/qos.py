@@ -11,8 +11,8 @@ CONTROL_STATE_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=100, relia
 
 #: The player's status (/dvrk_ident/<ARM>/player_status), both ends: its phase changes cut the recorder's sampling
 #: windows, so none may be lost. Reliable, and deep enough (10 s at the status's 50 Hz) that a recorder stalled for
-#: seconds still gets every one: with depth 10 a fresh-clone CI run's recorder, stalled 2 s, lost a pose's SAMPLING
-#: status (the pose then went uncounted).
+#: seconds still gets every one: a shallow queue loses a pose's SAMPLING status under load, and the pose goes
+#: uncounted (docs/results.md, "Recording").
 STATUS_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=500, reliability=ReliabilityPolicy.RELIABLE)
 #: The dVRK's event topics (operating_state, goal_reached): a late subscriber gets the last message.
 EVENT_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1, reliability=ReliabilityPolicy.RELIABLE,

@@ -38,8 +38,9 @@ from dvrk_ident_ros.errors import DvrkIdentError
 BEHIND_EVERY = 5.0  # s: at most one "behind the wall clock" (or "behind real time") warning in this time
 WALL_STALL = 0.05  # s: a wall-clock lag longer than this (and two state periods) is a stall: warned about
 WALL_MAX_LAG = 0.5  # s: a wall-clock lag up to this is caught up, a longer one (the process was stopped) dropped
-#: s: on the wall clock the physics runs this far behind real time, so that a stamped command (delivered in about
-#: 0.5 ms) is in before its instant is simulated; a state is published this long after the instant its stamp gives
+#: s: on the wall clock the physics runs this far behind real time, so that a stamped command (delivered in
+#: sim/stamps.py's DELIVERY) is in before its instant is simulated; a state is published this long after the instant
+#: its stamp gives
 WALL_DELAY = 0.002
 
 

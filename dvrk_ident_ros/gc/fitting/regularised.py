@@ -18,8 +18,8 @@ the score adds the relative RMS error of joint i's torque at rest (the two
 directions blended half and half, as the controller does) on the held-out
 poses of the other joints' sweeps: joint 2's sweeps vary no other joint, so
 on them alone a 4th-order polynomial in q2 takes over joint 2's gravity
-columns (its own-sweep error halves while its error everywhere else grows
-five-fold, bench/bench_gc_generalisation.py). Optionally
+columns (its own-sweep error falls while its error everywhere else grows
+several-fold: docs/results.md, bench/bench_gc_generalisation.py). Optionally
 (``split_gravity``) each direction gets its own gravity parameters, which the
 gc file format allows (``gc_dynamic_params_pos[:10]`` and ``..._neg[:10]``).
 The output is a :class:`~dvrk_ident_ros.gc.fitting.mlse.GcFit`: the same 40-parameter
