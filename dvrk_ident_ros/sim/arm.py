@@ -311,8 +311,8 @@ class SimulatedArm(PidArm):
         self.stream.restart(self.time)
 
     def teleop(self, enable: bool) -> None:
-        """What the console's teleoperation does to this arm when it is enabled or disabled (mtsTeleOperationPSM,
-        ../shared/reference/dvrk-console-gravity-and-teleop.md). An MTM at enable: its own compensation on and
+        """What the console's teleoperation does to this arm when it is enabled or disabled (sawIntuitiveResearchKit's
+        mtsTeleOperationPSM). An MTM at enable: its own compensation on and
         ``body/servo_cf`` zero (the orientation unlocked: every joint in effort mode at 0 N m, with the
         compensation); at disable: ``hold`` in 2.4, nothing in 2.2/2.3. A PSM: nothing here (following the MTM
         through servo_cp is not simulated). Commands the arm's state refuses are left out, as the console's are."""

@@ -27,7 +27,7 @@ from dvrk_ident_ros.gc.runtime.law import CompensationLaw
 from dvrk_ident_ros.gc.runtime.model_law import ModelCompensation
 
 #: N m per joint (MTM joints 1-7): the default tolerances, set from the simulated MTML held at random poses
-#: against files fitted on it and the files of a real MTML (../shared's CUHK MTML-41878)
+#: against files fitted on it and the files of a real MTML (CUHK's MTML-41878 recordings)
 MTM_TOLERANCE = (0.09, 0.22, 0.13, 0.07, 0.05, 0.035, 0.035)
 #: per PSM joint (1-6; the insertion in N): an identified model's check (:class:`ModelFitCheck`), set from the
 #: simulated PSM held at random poses against models identified on it and on perturbed arms (bench fit_check)

@@ -1,8 +1,8 @@
 """The safety net of the gravity compensation: what the node leaves for it, and how it learns the node died
 (ROS-free; the node ``gc_safety_net`` publishes what :func:`hand_back` says).
 
-The dVRK keeps applying the last ``servo_jf`` for ever: neither the console nor its ROS bridge has a watchdog
-(../shared/reference/dvrk-console-gravity-and-teleop.md). A compensation node that ends without its own
+The dVRK keeps applying the last ``servo_jf`` for ever: neither the console (sawIntuitiveResearchKit's arm)
+nor its ROS bridge (cisst-ros) has a watchdog on it. A compensation node that ends without its own
 hand-over (a crash, SIGKILL, the OOM killer) would leave the arm held by the torque of a pose it may have
 left, with the dVRK's own compensation off. So:
 
