@@ -38,17 +38,20 @@ def _cpu_seconds(pid: int) -> float:
 
 
 def _latency_run(label: str, node: NodeProcess, duration: float, pose: list[float],
-                 setpoint: bool = True) -> tuple[bool, float, float]:
+                 setpoint: bool = True, holding_effort: list[float] | None = None) -> tuple[bool, float, float]:
     time.sleep(3.0)  # imports, discovery
     cpu0, t0 = _cpu_seconds(node.process.pid), time.monotonic()
-    r = probe(ARM, duration, 1000.0, pose=pose, setpoint=setpoint)
+    r = probe(ARM, duration, 1000.0, pose=pose, setpoint=setpoint, holding_effort=holding_effort)
     cpu = (_cpu_seconds(node.process.pid) - cpu0) / (time.monotonic() - t0)
     p50, p99 = 1e3 * r.percentile(50), 1e3 * r.percentile(99)
+    worst = 1e3 * r.latencies.max() if r.answered else float("nan")
     print(f"  {label:<28} sent {r.sent:6d} answered {r.answered:6d}  latency p50 {p50:.3f} ms  p99 {p99:.3f} ms  "
-          f"max {1e3 * r.latencies.max():.2f} ms  CPU {100 * cpu:.0f} % of a core"
+          f"max {worst:.2f} ms  CPU {100 * cpu:.0f} % of a core"
           + (f"  (first answer at sample {r.warmup})" if r.warmup else ""))
     if r.unanswered:
         print(f"  {'':<28} unanswered samples (sending order): {r.unanswered[:10]}")
+    if not r.answered:
+        print(f"  {'':<28} no answer; the node's log ends: {node.tail()}")
     return r.answered == r.sent, p50, p99
 
 
@@ -86,6 +89,11 @@ def latency() -> bool:
         print(f"  {'transport floor, one hop':<28} " + (floor[0] if floor else f"no result: {hop.tail()}")
               + " ms (a round trip is two hops)")
         gc_file = _gc_file(logs)
+        # the arm holding itself at the pose (its setpoint_js effort): what the node's fit check compares with the
+        # file before it takes the arm over (the file is the arm's true gravity: it fits)
+        from dvrk_ident_ros.gc.runtime.compensation import load_compensation
+
+        holding = load_compensation(gc_file, ARM).compute(pose, [0.0] * len(pose), 1.0)[:len(pose)]
         # the probe streams setpoint_js and the readings of the arm's own compensation beside measured_js, as
         # the bridge does (the node keeps the arm's own effort from the first while it does not command); a third
         # run without setpoint_js: what that subscription costs
@@ -98,7 +106,8 @@ def latency() -> bool:
             for label, setpoint in (("gravity_compensation node", True), ("gc node, no setpoint_js", False)):
                 with NodeProcess("gravity_compensation", {"arm": ARM, "parameter_file": str(gc_file),
                                                           "ramp_in_time": 0.0}, log_dir=logs, env=env) as node:
-                    runs[label].append(_latency_run(f"{label}, {k + 1}", node, duration, pose, setpoint))
+                    runs[label].append(_latency_run(f"{label}, {k + 1}", node, duration, pose, setpoint,
+                                                    holding))
     for label, results in runs.items():
         print(f"  {label + ', median of ' + str(rounds):<32} latency p50 {np.median([r[1] for r in results]):.3f} ms"
               f"  p99 {np.median([r[2] for r in results]):.3f} ms; every message answered in every run: "

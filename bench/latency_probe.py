@@ -36,7 +36,8 @@ class LatencyResult:
 
 
 def probe(arm: str, duration: float, rate: float = 1000.0, joints: int = 7, settle: float = 1.0,
-          pose: list[float] | None = None, setpoint: bool = True, readings: bool = True) -> LatencyResult:
+          pose: list[float] | None = None, setpoint: bool = True, readings: bool = True,
+          holding_effort: list[float] | None = None) -> LatencyResult:
     import gc
 
     import rclpy
@@ -86,6 +87,8 @@ def probe(arm: str, duration: float, rate: float = 1000.0, joints: int = 7, sett
         msg.position = q
         msg.velocity = [0.0] * joints
         msg.effort = [0.0] * joints
+        # the arm's setpoint_js: its PID's effort holding it at the pose (what the node's fit check compares)
+        held = JointState(position=q, velocity=[0.0] * joints, effort=list(holding_effort or [0.0] * joints))
         period = 1e9 / rate
         # wait for the node under test to be matched (discovery), then stream
         deadline = time.monotonic() + 10.0
@@ -104,7 +107,8 @@ def probe(arm: str, duration: float, rate: float = 1000.0, joints: int = 7, sett
             if readings_pub is not None:
                 readings_pub.publish(msg)  # all-zero effort: the arm's own compensation is off
             if setpoint_pub is not None:
-                setpoint_pub.publish(msg)
+                held.header.stamp = msg.header.stamp
+                setpoint_pub.publish(held)
             pub.publish(msg)
             sent.append(now)
             k += 1
