@@ -37,7 +37,7 @@ from dvrk_ident_ros.excitation.files import load_grid
 from dvrk_ident_ros.excitation.grid import narrow_grid
 from dvrk_ident_ros.excitation.playback import GridPlayback
 from dvrk_ident_ros.gc.fitting.fits import FITS
-from dvrk_ident_ros.gc.model.params import GcParameters
+from dvrk_ident_ros.gc.fitting.gc_file import gc_parameters
 from dvrk_ident_ros.gc.runtime.fit_check import FitCheck
 from dvrk_ident_ros.gc.runtime.law import CompensationLaw
 from dvrk_ident_ros.model.description import config_directory
@@ -59,13 +59,7 @@ WORKERS = 2
 
 def _law(data, source: str, orders: dict[int, int] | None = None) -> CompensationLaw:
     """The file `dvrk-ident gc fit` writes from ``data``, its own fit residual recorded."""
-    from dvrk_ident_ros.gc.fitting.mlse import fit_residual
-
-    fit = FITS["mlse"](data, orders)
-    upper = np.append(data.tau[:, :6].max(0), 0.0)
-    lower = np.append(data.tau[:, :6].min(0), 0.0)
-    return CompensationLaw(GcParameters("MTML", source, fit.theta(+1), fit.theta(-1), upper, lower,
-                                        fit_residual=fit_residual(fit, data)))
+    return CompensationLaw(gc_parameters(FITS["mlse"](data, orders), data, "MTML", source, source))
 
 
 def perturbed(config: SimConfig, spread: float, shift: float, seed: int) -> SimConfig:

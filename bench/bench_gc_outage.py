@@ -32,15 +32,22 @@ FADE_OUT_TIME = 0.5  # s, the node's default
 
 
 def _gc_file(directory: Path) -> Path:
-    """A gc file for the simulated MTML from its true gravity (exact 40-parameter part)."""
-    from dvrk_ident_ros.gc.model.derivation import gc_gravity_from_standard
-    from dvrk_ident_ros.gc.model.params import GcParameters
+    """The file a lab's calibration makes of the simulated MTML, in-process: the shipped grid at the demo's
+    strides (every 10th pose of every 2nd sweep) on the noisy simulated arm, fitted by MLSE as ``dvrk-ident gc
+    fit`` fits it. (The arm's gravity alone lets its wrist sag and the take-over guard stops it.)"""
+    from dvrk_ident_ros.excitation.files import load_grid
+    from dvrk_ident_ros.excitation.playback import GridPlayback
+    from dvrk_ident_ros.gc.fitting.fits import FITS
+    from dvrk_ident_ros.gc.fitting.gc_file import gc_parameters
+    from dvrk_ident_ros.model.description import config_directory
+    from dvrk_ident_ros.sim.arm import SimulatedArm
     from dvrk_ident_ros.sim.config import load_sim_config
+    from dvrk_ident_ros.sim.experiments import collect_pose_grid
 
-    config = load_sim_config("mtm")
-    gravity, _ = gc_gravity_from_standard(config.model, config.delta)
-    theta = np.concatenate([gravity, np.zeros(30)])
-    return GcParameters(ARM, "bench", theta, theta, np.full(7, 1.5), np.full(7, -1.5)).save(
+    arm = SimulatedArm(load_sim_config("mtm"), ARM, seed=7)
+    grid = load_grid(config_directory() / "grids" / "mtml_gc_grid.yaml", arm=ARM)
+    data = collect_pose_grid(arm, GridPlayback(grid, arm.checker, pose_stride=10, sweep_stride=2), trim=(0, 0))
+    return gc_parameters(FITS["mlse"](data, None), data, ARM, "bench", "bench gc_outage").save(
         directory / f"gc-{ARM}-bench.json")
 
 

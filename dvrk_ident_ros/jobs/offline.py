@@ -112,9 +112,10 @@ def gc_fit_job(data_path: str | Path, arm: str | None, out: Path | None, *, seri
     direction."""
     from dvrk_ident_ros.gc.fitting.crossval import select_orders
     from dvrk_ident_ros.gc.fitting.fits import FITS
+    from dvrk_ident_ros.gc.fitting.gc_file import gc_parameters
     from dvrk_ident_ros.gc.fitting.loaders import load_poses
-    from dvrk_ident_ros.gc.fitting.mlse import fit_residual, relative_errors
-    from dvrk_ident_ros.gc.model.params import SIDES, GcParameters
+    from dvrk_ident_ros.gc.fitting.mlse import relative_errors
+    from dvrk_ident_ros.gc.model.params import SIDES
 
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
@@ -133,12 +134,7 @@ def gc_fit_job(data_path: str | Path, arm: str | None, out: Path | None, *, seri
     fit = FITS[estimator(method, GRAVITY).name](data, orders or None)
     timings["fit"] = time.perf_counter() - t0
     used = fit.orders
-    upper = np.append(data.tau[:, :6].max(axis=0), 0.0)
-    lower = np.append(data.tau[:, :6].min(axis=0), 0.0)
-    params = GcParameters(arm=arm, serial=serial, theta_pos=fit.theta(+1), theta_neg=fit.theta(-1),
-                          upper_limit=upper, lower_limit=lower,
-                          fit_methods={i: f"{used[i]}POL" for i in range(1, 7)}, source=str(data_path),
-                          fit_residual=fit_residual(fit, data))
+    params = gc_parameters(fit, data, arm, serial, str(data_path))
     out = Path(out or f"gc-{arm}-{serial}.json")
     params.save(out)
     errors = relative_errors(fit, data)
