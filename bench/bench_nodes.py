@@ -27,6 +27,7 @@ import numpy as np
 
 from bench.latency_probe import probe
 from bench.timing import wakeup_latency
+from dvrk_ident_ros.arm.samples import REPEAT_TOLERANCE
 from dvrk_ident_ros.jobs.launcher import NodeProcess, isolation_variables, ros_environment
 
 ARM = "MTML"
@@ -47,9 +48,12 @@ def _latency_run(label: str, node: NodeProcess, duration: float, pose: list[floa
     worst = 1e3 * r.latencies.max() if r.answered else float("nan")
     print(f"  {label:<28} sent {r.sent:6d} answered {r.answered:6d}  latency p50 {p50:.3f} ms  p99 {p99:.3f} ms  "
           f"max {worst:.2f} ms  CPU {100 * cpu:.0f} % of a core"
-          + (f"  (first answer at sample {r.warmup})" if r.warmup else ""))
+          + (f"  (first answer at sample {r.warmup})" if r.warmup else "")
+          + (f"  (the probe woke late {r.late_wakes} times: on to the next slot)" if r.late_wakes else ""))
     if r.unanswered:
-        print(f"  {'':<28} unanswered samples (sending order): {r.unanswered[:10]}")
+        print(f"  {'':<28} unanswered samples (sending order): {r.unanswered[:10]}; sent within "
+              f"{1e3 * REPEAT_TOLERANCE:g} ms of the sample before them (the node's repeat rule): "
+              f"{r.close_to_previous(REPEAT_TOLERANCE)}")
     if not r.answered:
         print(f"  {'':<28} no answer; the node's log ends: {node.tail()}")
     return r.answered == r.sent, p50, p99

@@ -2,7 +2,10 @@
 
 The probe publishes ``/<ARM>/measured_js`` at ``rate`` from a thread paced on
 the monotonic clock, each message carrying its send time (CLOCK_MONOTONIC,
-only this process reads it) in the header stamp. The node under test answers
+only this process reads it) in the header stamp. One sample a period, as an
+arm's loop: woken late, the thread goes on to the next slot instead of sending
+the missed ones in a burst (two samples at one pose within the node's repeat
+tolerance are, to the node, one sample published twice). The node under test answers
 on ``/<ARM>/servo_jf`` with the stamp of the sample it answers, so
 latency = receive time - stamp, and an unanswered stamp is a lost answer.
 
@@ -30,6 +33,15 @@ class LatencyResult:
     latencies: np.ndarray  # s
     unanswered: list[int]  # indices (in sending order) of the samples never answered, from the first answered one
     warmup: int = 0  # samples sent before the first answered one
+    sent_ns: np.ndarray | None = None  # every sample's send time (its stamp), monotonic ns, in sending order
+    late_wakes: int = 0  # times the probe woke more than half a period late and skipped to the next slot
+
+    def close_to_previous(self, within: float) -> int:
+        """How many unanswered samples were sent less than ``within`` s after the sample before them."""
+        if self.sent_ns is None:
+            return 0
+        gaps = np.diff(self.sent_ns) * 1e-9
+        return sum(1 for k in self.unanswered if k > 0 and gaps[k - 1] < within)
 
     def percentile(self, p: float) -> float:
         return float(np.percentile(self.latencies, p)) if self.latencies.size else float("nan")
@@ -79,6 +91,7 @@ def probe(arm: str, duration: float, rate: float = 1000.0, joints: int = 7, sett
     executor = ProbeExecutor(context=context)
     executor.add_node(node)
     sent: list[int] = []
+    skipped = [0]  # times the publisher woke more than half a period late and went on to the next slot
     stop = threading.Event()
     q = list(pose or [0.0] * joints)
 
@@ -100,6 +113,13 @@ def probe(arm: str, duration: float, rate: float = 1000.0, joints: int = 7, sett
         while not stop.is_set():
             target = start + k * period
             now = time.monotonic_ns()
+            # woken late (now past the slot, or the slot too close after a late sample): on to the next slot, as
+            # an arm's loop publishes one sample a period, never a catching-up burst
+            if now > target + period / 2 or (sent and target < sent[-1] + period / 2):
+                skipped[0] += 1
+                while now > target + period / 2 or (sent and target < sent[-1] + period / 2):
+                    k += 1
+                    target = start + k * period
             if target > now:
                 time.sleep((target - now) * 1e-9)
             now = time.monotonic_ns()
@@ -131,4 +151,5 @@ def probe(arm: str, duration: float, rate: float = 1000.0, joints: int = 7, sett
     first = next((k for k, s in enumerate(sent) if s in received), len(sent))
     lat = np.array([(received[s] - s) * 1e-9 for s in sent[first:] if s in received])
     return LatencyResult(len(sent) - first, int(lat.size), lat,
-                         [k for k, s in enumerate(sent) if k >= first and s not in received], first)
+                         [k for k, s in enumerate(sent) if k >= first and s not in received], first,
+                         np.array(sent, dtype=np.int64), skipped[0])
