@@ -24,12 +24,13 @@ kinematics) and rotation (deg) over the 2 s, mean and max
   refitted to ``PSM_HOLDS`` static holds (:mod:`dvrk_ident_ros.gc.fitting.static_refit`,
   other poses than the drift test's; their time on the arm printed), of each
   design of ``dvrk-ident trajectory holds`` (random poses; each pose from both
-  sides); floor: the true parameters' compensation. Then the same on a PSM with
+  sides, on the poses of a Latin hypercube); floor: the true parameters' compensation. Then the same on a PSM with
   static friction on joints 1-3 (Coulomb velocity 1e-4: stuck up to Fc + Fo
   sign at rest): the holds carry the friction the joints stuck with (the
   simulated PSM's PID is the dVRK's, without an integral term, so the side a
   joint came from decides much of that friction's sign), and the same friction
-  helps hold the arm in the drift test.
+  helps hold the arm in the drift test; and there the both-sides holds on uniform and on Latin-hypercube poses
+  under several seeds (one seed is one lab's holds).
 
 ``DVRK_IDENT_BENCH_DRIFT_POSES`` (default 100) sets the number of poses,
 ``DVRK_IDENT_BENCH_DRIFT_ARMS`` (default "mtm,psm") the arms.
@@ -39,11 +40,20 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
+from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 
 from dvrk_ident_ros.excitation.files import load_grid
-from dvrk_ident_ros.excitation.holds import APPROACHES, holds_grid
+from dvrk_ident_ros.excitation.holds import (
+    APPROACH_OFFSET,
+    APPROACHES,
+    both_sides,
+    holds_grid,
+    joint_ranges,
+    stratified_poses,
+)
+from dvrk_ident_ros.excitation.holds import random_poses as uniform_poses
 from dvrk_ident_ros.excitation.playback import GridPlayback
 from dvrk_ident_ros.gc.fitting.fits import FITS
 from dvrk_ident_ros.gc.fitting.mlse import relative_errors
@@ -72,6 +82,7 @@ BEFORE = {"pose_stride": 10, "sweep_stride": 1, "trim": (0, 0)}
 TRAVEL_WIDTHS = (0.02, 0.05)
 #: Static holds of the PSM's gravity refit (`dvrk-ident trajectory holds`: the central 90 % of its range)
 PSM_HOLDS = 32
+DESIGN_SEEDS = (11, 12, 13, 14, 15)  # the holds' poses of the designs compared (pose_designs)
 #: Static friction on the PSM's yaw, pitch and insertion (sim/physics.py: a Coulomb velocity of 1e-4)
 STICKY = {"1": 1e-4, "2": 1e-4, "3": 1e-4}
 PSM_HOLD_SETTLE, PSM_HOLD_SAMPLES = 2.0, 100  # s after each move (the PID settling: 1 s left 0.9 mm); samples (100 Hz)
@@ -237,7 +248,44 @@ def psm(poses: int) -> bool:
     for label, law in laws.items():
         start = time.perf_counter()
         _line(f"PSM1 sticky, {label}", drift_test(arm, law, goals), time.perf_counter() - start)
+    pose_designs(identified, goals)
     return len(goals) >= 100
+
+
+def _design_drift(job: tuple) -> tuple[str, int, np.ndarray]:
+    """One design's holds under one seed on the sticky PSM, the identified model (``delta``) refitted to them: the
+    tip's drift (mm) at ``goals``. Numbers in, numbers out: the arm and its model are built here."""
+    delta, design, seed, goals = job
+    config = sticky_psm()
+    arm = SimulatedArm(config, "PSM1", seed=2)
+    lo, hi = joint_ranges(arm.checker)
+    offset = APPROACH_OFFSET * (hi - lo)
+    draw = stratified_poses if design == "Latin hypercube" else uniform_poses
+    q = both_sides(draw(arm.checker, PSM_HOLDS // 4, np.random.default_rng(seed), fraction=0.9, offset=offset), offset)
+    holds = static_holds(arm, q, settle=PSM_HOLD_SETTLE, samples=PSM_HOLD_SAMPLES)
+    refit = refit_gravity(config.model, delta, holds.q, holds.effort)
+    law = ModelCompensation(config.model, refit.delta, np.array(config.spec.compensation_torque_limit, dtype=float),
+                            design)
+    return design, seed, drift_test(SimulatedArm(config, "PSM1", seed=1), law, goals).position_mm
+
+
+def pose_designs(identified: ModelCompensation, goals: np.ndarray) -> None:
+    """The both-sides holds' poses drawn two ways, under DESIGN_SEEDS seeds each, on the PSM with static friction:
+    uniformly (the design before) and as a Latin hypercube (`dvrk-ident trajectory holds` now); one seed is
+    one lab's holds, so the designs are compared over several."""
+    start = time.perf_counter()
+    jobs = [(identified.delta, design, seed, goals) for seed in DESIGN_SEEDS
+            for design in ("uniform", "Latin hypercube")]
+    with ProcessPoolExecutor(2) as pool:
+        results = list(pool.map(_design_drift, jobs))
+    print(f"  PSM1 sticky, both-sides holds' poses under seeds {DESIGN_SEEDS} ({time.perf_counter() - start:.0f} s):")
+    for design in ("uniform", "Latin hypercube"):
+        mine = [(seed, p) for d, seed, p in results if d == design]
+        means = [float(np.nanmean(p)) for _, p in mine]
+        print(f"    {design:<16} tip drift mean per seed " + " ".join(f"{m:.2f}" for m in means)
+              + f" mm (median {np.median(means):.2f}); worst per seed "
+              + " ".join(f"{np.nanmax(p):.1f}" for _, p in mine)
+              + f" mm; poses over 5 mm {sum(int(np.sum(p > 5.0)) for _, p in mine)} of {sum(len(p) for _, p in mine)}")
 
 
 def run() -> bool:

@@ -30,6 +30,7 @@ import os
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -266,11 +267,19 @@ def real_arm_held_out() -> tuple[int, int]:
     return int(np.sum(sweeps > 1.0)), len(sweeps)
 
 
-def guarded_takeover(job: tuple) -> tuple[bool, float, float]:
+class Takeover(NamedTuple):
+    """One guarded take-over (:func:`guarded_takeover`)."""
+
+    tripped: bool
+    worst: float  # the largest displacement seen, over its joint's guard limit
+    drift: float  # mm, the tip's over the window
+    moved: np.ndarray  # per guarded joint, the largest displacement seen (rad; m for a prismatic joint)
+
+
+def guarded_takeover(job: tuple) -> Takeover:
     """The take-over at one pose as the node does it, ROS-free: the arm brought there by its PID (its own
     compensation on) and settled 1 s, then the law alone at 1 kHz (servo_jf from each state sample) for the
-    take-over guard's window. Returns (the guard tripped, its worst displacement over the limit, the tip's
-    drift in mm over the window)."""
+    take-over guard's window."""
     from dvrk_ident_ros.gc.runtime.model_law import ModelCompensation
     from dvrk_ident_ros.gc.runtime.takeover_guard import GUARD_LIMITS, TakeoverGuard
     from dvrk_ident_ros.sim.experiments import tip_drift
@@ -294,15 +303,18 @@ def guarded_takeover(job: tuple) -> tuple[bool, float, float]:
     guard.start(q, qd, arm.time)
     arm.use_gravity_compensation(False)
     tripped = False
+    guarded = len(guard.limit)
+    moved = np.zeros(guarded)
     while guard.watching and arm.ready:
         q, qd, _ = arm.measured()
+        moved = np.maximum(moved, np.abs(np.asarray(q[:guarded]) - q0[:guarded]))
         if guard.check(q, arm.time) >= 0:
             tripped = True
             break
         arm.servo_jf(np.asarray(law.compute(q, qd, 1.0), dtype=float))
         for _ in range(steps):
             arm.step()
-    return tripped, guard.worst, tip_drift(arm, q0, arm.q)[0]
+    return Takeover(tripped, guard.worst, tip_drift(arm, q0, arm.q)[0], moved)
 
 
 def guard_rates(files: list, goals: np.ndarray, count: int, scores: dict) -> tuple[int, int, int, int]:
@@ -321,14 +333,14 @@ def guard_rates(files: list, goals: np.ndarray, count: int, scores: dict) -> tup
         mine = results[k:k + accepted]
         k += accepted
         if mine:
-            print(f"    {label:<70} guard stopped {sum(t for t, _, _ in mine):3d}/{accepted:<3d} tip drift max "
-                  f"{max(d for _, _, d in mine):7.1f} mm")
-    right_trips = sum(t for (t, _, _), r in zip(results, kinds, strict=True) if r)
+            print(f"    {label:<70} guard stopped {sum(t.tripped for t in mine):3d}/{accepted:<3d} tip drift max "
+                  f"{max(t.drift for t in mine):7.1f} mm")
+    right_trips = sum(t.tripped for t, r in zip(results, kinds, strict=True) if r)
     right_n = sum(kinds)
-    wrong_stopped = sum(t for (t, _, _), r in zip(results, kinds, strict=True) if not r)
+    wrong_stopped = sum(t.tripped for t, r in zip(results, kinds, strict=True) if not r)
     wrong_n = len(kinds) - right_n
-    worst_right = max((w for (_, w, _), r in zip(results, kinds, strict=True) if r), default=0.0)
-    drift_right = max((d for (_, _, d), r in zip(results, kinds, strict=True) if r), default=0.0)
+    worst_right = max((t.worst for t, r in zip(results, kinds, strict=True) if r), default=0.0)
+    drift_right = max((t.drift for t, r in zip(results, kinds, strict=True) if r), default=0.0)
     print(f"  take-over guard (gc/runtime/takeover_guard.py) where the check accepted: right files tripped "
           f"{right_trips}/{right_n} (worst {100 * worst_right:.0f} % of a limit, tip drift at most "
           f"{drift_right:.1f} mm), wrong files stopped {wrong_stopped}/{wrong_n}")
@@ -467,16 +479,18 @@ def psm() -> bool:
     with ProcessPoolExecutor(WORKERS) as pool:
         results = list(pool.map(guarded_takeover, guard_jobs))
     kinds = np.array(guard_kind)
-    trips = np.array([t for t, _, _ in results], dtype=bool)
-    drift = np.array([d for _, _, d in results])
+    trips = np.array([t.tripped for t in results], dtype=bool)
+    drift = np.array([t.drift for t in results])
+    moved = np.array([t.moved for t in results])
     print(f"  take-over guard where the check accepted ({time.perf_counter() - start:.0f} s here), tip drift over "
-          "its window:")
+          "its window, and each joint's largest displacement (rad; insertion mm) of those left compensating:")
     for kind in ("right", "unrefitted", "wrong"):
         mine = kinds == kind
         if mine.any():
+            left = moved[mine & ~trips].max(axis=0, initial=0.0) * np.where(np.arange(moved.shape[1]) == 2, 1e3, 1.0)
             print(f"    {kind:<10} files: stopped {int(trips[mine].sum())}/{int(mine.sum())}, tip drift of those left "
                   f"compensating at most {drift[mine & ~trips].max(initial=0.0):.1f} mm (of all "
-                  f"{drift[mine].max():.1f} mm)")
+                  f"{drift[mine].max():.1f} mm); displacement " + " ".join(f"{x:.4f}" for x in left))
     right_refused += int(trips[kinds == "right"].sum()) if len(kinds) else 0
     wrong_accepted -= int(trips[kinds == "wrong"].sum()) if len(kinds) else 0
     print(f"  fit_check PSM, with the take-over guard: right files stopped {right_refused}/{right_pairs}, wrong "

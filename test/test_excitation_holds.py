@@ -77,3 +77,35 @@ def test_both_sides_holds_reach_each_pose_from_above_and_below(psm_checker):
     assert len({tuple(p) for p in q[1::4]}) == 3  # three distinct poses
     playback = GridPlayback(grid, psm_checker)
     assert len(playback.poses) == 12 and not playback.skipped
+
+
+@pytest.mark.parametrize("arm, family, count, stratified", [("PSM1", "psm", 8, 7), ("MTML", "mtm", 12, 7),
+                                                             ("MTML", "mtm", 64, 7), ("PSM1", "psm", 64, 6)])
+def test_stratified_poses_hold_every_joint_once_in_each_strip_of_its_range(arm, family, count, stratified):
+    """The Latin hypercube: each joint's central range cut into ``count`` strips, exactly one pose in each (so
+    both ends of every range are held), every pose and its both-sides neighbours inside every limit, the MTM's
+    coupled q2 + q3 limit too; reproducible from the seed. 64 PSM poses: the jaw wide open leaves the wrist yaw
+    no room in some strips, so the jaw is drawn freely and joints 1-6 are stratified."""
+    from dvrk_ident_ros.excitation.holds import APPROACH_OFFSET, joint_ranges, stratified_poses
+
+    checker = CommandChecker(load_model(family), arm, section="hardware")
+    lo, hi = joint_ranges(checker)
+    offset = APPROACH_OFFSET * (hi - lo)
+    fraction = 0.9
+    poses = stratified_poses(checker, count, np.random.default_rng(2), fraction=fraction, offset=offset)
+    assert poses.shape == (count, checker.dof)
+    low = (lo + hi) / 2 - (hi - lo) / 2 * fraction
+    strip = np.floor((poses - low) / ((hi - lo) * fraction / count)).astype(int)
+    for j in range(stratified):
+        assert sorted(strip[:, j]) == list(range(count)), f"joint {j + 1}: strips {sorted(strip[:, j])}"
+    for q in poses:
+        assert checker.first_position_violation(np.stack([q, q + offset, q - offset])) is None
+    again = stratified_poses(checker, count, np.random.default_rng(2), fraction=fraction, offset=offset)
+    np.testing.assert_array_equal(poses, again)
+
+
+def test_stratified_poses_that_cannot_meet_the_limits_are_refused(psm_checker):
+    from dvrk_ident_ros.excitation.holds import stratified_poses
+
+    with pytest.raises(DataError, match="Latin hypercube"):
+        stratified_poses(psm_checker, 4, np.random.default_rng(0), fraction=0.9, offset=np.full(psm_checker.dof, 9.0))

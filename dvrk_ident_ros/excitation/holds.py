@@ -1,12 +1,13 @@
 """Static holds: random poses for the gravity refit of an identified model (gc/fitting/static_refit.py), as a pose grid
 the player plays (move_jp, settle, sample) and the recorder records.
 
-The poses are drawn uniformly in the central ``fraction`` of every joint's range (the arm description's
-hardware limits), inside every limit (coupled coordinates too). A hold carries the static friction the joint
+The poses lie in the central ``fraction`` of every joint's range (the arm description's hardware limits),
+inside every limit (coupled coordinates too). A hold carries the static friction the joint
 stuck with, up to its Coulomb friction, and which side the joint came from decides much of its sign. Two
 designs (``approach``):
 
-- ``both_sides`` (the default): each drawn pose p is held four times, as p + d, p, p - d, p (d: 2 % of every
+- ``both_sides`` (the default): the poses of a Latin hypercube (every joint held near both ends of its
+  range, however few the poses), each pose p held four times, as p + d, p, p - d, p (d: 2 % of every
   joint's range): p itself once reached from above on every joint and once from below, so the friction of its
   two holds cancels in part (p + d and p - d are holds too, from whichever side the arm came);
 - ``random``: every hold a pose of its own, in random order, each reached from a random side.
@@ -30,6 +31,7 @@ APPROACH_OFFSET = 0.02  # d, a fraction of each joint's range: p + d, p, p - d, 
 DEFAULT_SETTLE = 2.0  # s: the PID's settling after a move (1 s left drift on the simulated PSM: docs/results.md)
 DEFAULT_SAMPLES = 100  # at 100 Hz: 1 s sampled after the settle
 MAX_DRAWS = 10_000  # random draws per pose before the limits are called too tight
+REPAIRS = 200  # strip trades per pose before a Latin hypercube frees its most distal stratified joint
 
 
 def joint_ranges(checker: CommandChecker) -> tuple[np.ndarray, np.ndarray]:
@@ -69,6 +71,42 @@ def random_poses(checker: CommandChecker, count: int, rng: np.random.Generator, 
     return np.array(out).reshape(-1, n)
 
 
+def stratified_poses(checker: CommandChecker, count: int, rng: np.random.Generator, fraction: float = 0.6,
+                     offset: np.ndarray | None = None) -> np.ndarray:
+    """Poses (count x dof) of a Latin hypercube in the central ``fraction`` of every joint's range (McKay,
+    Beckman and Conover 1979): each joint's range cut into ``count`` equal strips, one pose in each, the strips
+    paired at random across joints; inside every limit of ``checker`` (with ``offset``, q + offset and
+    q - offset too): while a pose is not, one of its joints trades strips with another pose and both are drawn
+    again inside their strips (still one pose a strip). Where coupled limits leave some strip no pose (a PSM's
+    jaw wide open allows its wrist yaw little), the most distal joint is drawn uniformly instead, then the next:
+    the proximal joints, which carry the gravity a refit needs, are held near both ends of their ranges, as a few
+    uniform draws need not be (a refit is then an extrapolation there)."""
+    lo, hi = joint_ranges(checker)
+    n = checker.dof
+    low, width = (lo + hi) / 2 - (hi - lo) / 2 * fraction, (hi - lo) * fraction / max(count, 1)
+    for stratified in range(n, 0, -1):
+        strips = np.stack([rng.permutation(count) for _ in range(n)], axis=1).astype(float)
+        out = np.empty((count, n))
+
+        def draw(k: int) -> bool:
+            cell = strips[k].copy()
+            cell[stratified:] = rng.uniform(size=n - stratified) * count  # the free joints: anywhere in range
+            out[k] = low + (cell + rng.uniform(size=n) * (np.arange(n) < stratified)) * width
+            tried = out[k][None] if offset is None else np.stack([out[k], out[k] + offset, out[k] - offset])
+            return checker.first_position_violation(tried) is None
+
+        inside = [draw(k) for k in range(count)]
+        for _ in range(REPAIRS * max(count, 1)):
+            if all(inside):
+                return out
+            k = inside.index(False)
+            m, j = int(rng.integers(count)), int(rng.integers(stratified))
+            strips[[k, m], j] = strips[[m, k], j]
+            inside[k], inside[m] = draw(k), draw(m)
+    raise DataError(f"no Latin hypercube of {count} poses inside the limits in the central {100 * fraction:g} % of "
+                    "the ranges: use fewer poses or the random design")
+
+
 def both_sides(poses: np.ndarray, offset: np.ndarray) -> np.ndarray:
     """Each pose p as p + offset, p, p - offset, p (module docstring)."""
     return np.concatenate([np.stack([p + offset, p, p - offset, p]) for p in poses]).reshape(-1, poses.shape[1])
@@ -87,9 +125,9 @@ def holds_grid(arm: str, checker: CommandChecker, poses: int = DEFAULT_POSES, se
     if approach == "both_sides":
         lo, hi = joint_ranges(checker)
         offset = APPROACH_OFFSET * (hi - lo)
-        q = both_sides(random_poses(checker, -(-poses // 4), rng, fraction=fraction, offset=offset), offset)
-        design = (f"{len(q) // 4} poses each held as p + d, p, p - d, p (d {100 * APPROACH_OFFSET:g} % of each "
-                  "joint's range: p reached from both sides)")
+        q = both_sides(stratified_poses(checker, -(-poses // 4), rng, fraction=fraction, offset=offset), offset)
+        design = (f"{len(q) // 4} poses of a Latin hypercube, each held as p + d, p, p - d, p (d "
+                  f"{100 * APPROACH_OFFSET:g} % of each joint's range: p reached from both sides)")
     else:
         q = random_poses(checker, poses, rng, fraction=fraction)
         design = "in random order"
