@@ -82,29 +82,40 @@ def stratified_poses(checker: CommandChecker, count: int, rng: np.random.Generat
     the proximal joints, which carry the gravity a refit needs, are held near both ends of their ranges, as a few
     uniform draws need not be (a refit is then an extrapolation there)."""
     lo, hi = joint_ranges(checker)
-    n = checker.dof
     low, width = (lo + hi) / 2 - (hi - lo) / 2 * fraction, (hi - lo) * fraction / max(count, 1)
-    for stratified in range(n, 0, -1):
-        strips = np.stack([rng.permutation(count) for _ in range(n)], axis=1).astype(float)
-        out = np.empty((count, n))
-
-        def draw(k: int) -> bool:
-            cell = strips[k].copy()
-            cell[stratified:] = rng.uniform(size=n - stratified) * count  # the free joints: anywhere in range
-            out[k] = low + (cell + rng.uniform(size=n) * (np.arange(n) < stratified)) * width
-            tried = out[k][None] if offset is None else np.stack([out[k], out[k] + offset, out[k] - offset])
-            return checker.first_position_violation(tried) is None
-
-        inside = [draw(k) for k in range(count)]
-        for _ in range(REPAIRS * max(count, 1)):
-            if all(inside):
-                return out
-            k = inside.index(False)
-            m, j = int(rng.integers(count)), int(rng.integers(stratified))
-            strips[[k, m], j] = strips[[m, k], j]
-            inside[k], inside[m] = draw(k), draw(m)
+    for stratified in range(checker.dof, 0, -1):
+        poses = _hypercube(checker, count, rng, low, width, stratified, offset)
+        if poses is not None:
+            return poses
     raise DataError(f"no Latin hypercube of {count} poses inside the limits in the central {100 * fraction:g} % of "
                     "the ranges: use fewer poses or the random design")
+
+
+def _hypercube(checker: CommandChecker, count: int, rng: np.random.Generator, low: np.ndarray, width: np.ndarray,
+               stratified: int, offset: np.ndarray | None) -> np.ndarray | None:
+    """:func:`stratified_poses` with its first ``stratified`` joints in strips (``low`` + k ``width``), the
+    others drawn uniformly; None when REPAIRS trades a pose leave one outside the limits."""
+    n = checker.dof
+    strips = np.stack([rng.permutation(count) for _ in range(n)], axis=1).astype(float)
+    out = np.empty((count, n))
+    in_strip = np.arange(n) < stratified
+
+    def draw(k: int) -> bool:
+        cell = strips[k].copy()
+        cell[stratified:] = rng.uniform(size=n - stratified) * count  # the free joints: anywhere in range
+        out[k] = low + (cell + rng.uniform(size=n) * in_strip) * width
+        tried = out[k][None] if offset is None else np.stack([out[k], out[k] + offset, out[k] - offset])
+        return checker.first_position_violation(tried) is None
+
+    inside = [draw(k) for k in range(count)]
+    for _ in range(REPAIRS * max(count, 1)):
+        if all(inside):
+            return out
+        k = inside.index(False)
+        m, j = int(rng.integers(count)), int(rng.integers(stratified))
+        strips[[k, m], j] = strips[[m, k], j]
+        inside[k], inside[m] = draw(k), draw(m)
+    return out if all(inside) else None
 
 
 def both_sides(poses: np.ndarray, offset: np.ndarray) -> np.ndarray:
