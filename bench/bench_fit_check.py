@@ -491,6 +491,11 @@ def psm() -> bool:
             print(f"    {kind:<10} files: stopped {int(trips[mine].sum())}/{int(mine.sum())}, tip drift of those left "
                   f"compensating at most {drift[mine & ~trips].max(initial=0.0):.1f} mm (of all "
                   f"{drift[mine].max():.1f} mm); displacement " + " ".join(f"{x:.4f}" for x in left))
+    sticky = np.array([job[3] for job in guard_jobs], dtype=bool)
+    left = (kinds == "wrong") & ~trips
+    if left.any():
+        print(f"    the wrong files left compensating: {int(np.sum(left & ~sticky))} on the arm as shipped, "
+              f"{int(np.sum(left & sticky))} on the arm with static friction")
     right_refused += int(trips[kinds == "right"].sum()) if len(kinds) else 0
     wrong_accepted -= int(trips[kinds == "wrong"].sum()) if len(kinds) else 0
     print(f"  fit_check PSM, with the take-over guard: right files stopped {right_refused}/{right_pairs}, wrong "
