@@ -115,11 +115,11 @@ def probe(arm: str, duration: float, rate: float = 1000.0, joints: int = 7, sett
             now = time.monotonic_ns()
             # woken late (now past the slot, or the slot too close after a late sample): on to the next slot, as
             # an arm's loop publishes one sample a period, never a catching-up burst
-            if now > target + period / 2 or (sent and target < sent[-1] + period / 2):
-                skipped[0] += 1
-                while now > target + period / 2 or (sent and target < sent[-1] + period / 2):
-                    k += 1
-                    target = start + k * period
+            late = False
+            while now > target + period / 2 or (sent and target < sent[-1] + period / 2):
+                k, late = k + 1, True
+                target = start + k * period
+            skipped[0] += late
             if target > now:
                 time.sleep((target - now) * 1e-9)
             now = time.monotonic_ns()
