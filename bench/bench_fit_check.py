@@ -7,19 +7,22 @@ random poses in the central 80 % of the shipped grid's range, settled 1 s, its c
 under each of two noise seeds. The files, each checked at every pose with the node's default tolerances:
 
 - right: MLSE files of the same simulated arm (its shipped truth), from the shipped grid thinned as
-  ``GRIDS`` says, under two noise seeds each (other seeds than the evaluation's);
+  ``GRIDS`` says and from the real MTML-41878's grid (CUHK's poses, played on the simulated arm), under two
+  noise seeds each (other seeds than the evaluation's);
 - wrong: the real MTML's file (../shared's CUHK MTML-41878, fitted as ``dvrk-ident gc fit`` does) and the
   files of perturbed arms (the shipped truth's link masses and first moments scaled by N(1, s) and the
   centres of mass moved by N(0, c), as two arms of one design differ: ``PERTURBATIONS``), each fitted on the
-  design grid.
+  design grid;
+- neither: the tests' 68-pose grid's files (excitation/grid.py NARROW_SPEC, a pipeline fixture no command
+  offers), checked at poses of their own data's range widened by the check's margin; and at the design grid's,
+  far outside it (printed apart).
 
-Printed per file: the score's median and extremes over the poses and the poses refused. Then the real arm's
-own file at its held-out sweeps (../shared), the drift of the wrong files where they were accepted, and the
-take-over guard (gc/runtime/takeover_guard.py) run at every accepted (file, pose): what it stops. Then the same for the
-PSM (:func:`psm`): models identified on the simulated PSM1 (right) and on perturbed PSMs (wrong), each refitted to
-the static holds of the arm it is checked on, checked by ModelFitCheck at random poses of the arm as shipped and
-with static friction. The narrow grid's files are also checked inside the range their grid covers (printed apart;
-the pass counts them at the design grid's poses, outside it).
+Printed per file: the score's median and extremes over the poses and the poses refused (beyond the range its
+data cover, or off the band). Then the real arm's own file at its held-out sweeps (../shared), the drift of the
+wrong files where they were accepted, and the take-over guard (gc/runtime/takeover_guard.py) run at every
+accepted (file, pose): what it stops. Then the same for the PSM (:func:`psm`): models identified on the
+simulated PSM1 (right) and on perturbed PSMs (wrong), each refitted to the static holds of the arm it is checked
+on, checked by ModelFitCheck at random poses of the arm as shipped and with static friction.
 Pass: no right file refused or stopped, no wrong file left compensating. ``DVRK_IDENT_BENCH_FIT_ARMS``
 ("mtm,psm") chooses the arms.
 """
@@ -133,84 +136,135 @@ def run() -> bool:
     return ok
 
 
-def mtm() -> bool:
+class Held(NamedTuple):
+    """The arm at rest at one random pose (:func:`held_poses`)."""
+
+    goal: np.ndarray
+    seed: int
+    q: np.ndarray
+    effort: np.ndarray
+
+
+def held_poses(box: tuple[np.ndarray, np.ndarray], fraction: float, rng_base: int) -> list[Held]:
+    """The simulated MTML held by its PID at ``DVRK_IDENT_BENCH_FIT_POSES`` random poses in the central
+    ``fraction`` of ``box`` under each evaluation seed."""
     count = int(os.environ.get("DVRK_IDENT_BENCH_FIT_POSES", "30"))
     config = load_sim_config("mtm")
+    reference = SimulatedArm(config, "MTML", noise=False)
+    held = []
+    for seed in EVAL_SEEDS:
+        poses = random_poses(reference, count, np.random.default_rng(rng_base + seed), fraction=fraction, box=box)
+        q, effort = holding_efforts(config, poses, seed)
+        held += [Held(goal, seed, qi, ei) for goal, qi, ei in zip(poses, q, effort, strict=True)]
+    return held
+
+
+def narrow_box() -> tuple[np.ndarray, np.ndarray]:
+    """The range the narrow grid's poses span, widened on joints 1-6 by the fit check's margin (RANGE_MARGIN_DEG
+    plus RANGE_REACH times the range): where its files are taken at their word (gc/runtime/fit_check.py).
+    :func:`mtm` draws in its central 95 % (a pose at the margin itself is on the edge of the rule)."""
+    from dvrk_ident_ros.gc.runtime.fit_check import RANGE_JOINTS, RANGE_MARGIN_DEG, RANGE_REACH
+
+    box = np.vstack([sweep["poses"] for sweep in narrow_grid("MTML")["sweeps"]])
+    low, high = box.min(0), box.max(0)
+    margin = np.radians(RANGE_MARGIN_DEG) + RANGE_REACH * (high - low)
+    margin[RANGE_JOINTS:] = 0.0
+    return low - margin, high + margin
+
+
+def mtm() -> bool:
     grid = load_grid(config_directory() / "grids" / "mtml_gc_grid.yaml", arm="MTML")
     box = np.vstack([s["poses"] for s in grid["sweeps"]])
     start = time.perf_counter()
-    reference = SimulatedArm(config, "MTML", noise=False)
-    at_rest, goals = [], []
-    for seed in EVAL_SEEDS:
-        poses = random_poses(reference, count, np.random.default_rng(100 + seed), fraction=0.8,
-                             box=(box.min(0), box.max(0)))
-        goals.append(poses)
-        at_rest.append(holding_efforts(config, poses, seed))
-    print(f"  the simulated MTML held at {count} random poses under each of seeds {EVAL_SEEDS} "
+    design = held_poses((box.min(0), box.max(0)), 0.8, 100)
+    narrow = held_poses(narrow_box(), 0.95, 300)
+    print(f"  the simulated MTML held at {len(design)} random poses of the design grid's range and {len(narrow)} of "
+          f"the narrow grid's (widened by the check's range margin), seeds {EVAL_SEEDS} "
           f"({time.perf_counter() - start:.0f} s here)", flush=True)
 
-    jobs, right = [], {}
+    jobs, kind = [], {}
     for strides in GRIDS:
         for seed in FILE_SEEDS:
             label = f"same arm, every {strides[0]}th pose of every {strides[1]} sweep pair(s), seed {seed}"
             jobs.append((label, grid, strides, seed, 0.0, 0.0, 0, None))
-            right[label] = True
+            kind[label] = "right"
+    if CUHK.is_dir():
+        for seed in FILE_SEEDS:
+            label = f"same arm, the real MTML-41878's grid (CUHK's 4312 poses), seed {seed}"
+            jobs.append((label, cuhk_grid(), (1, 1), seed, 0.0, 0.0, 0, None))
+            kind[label] = "right"
     for seed in FILE_SEEDS:
         label = f"same arm, the 68-pose test grid (first-order polynomials), seed {seed}"
         jobs.append((label, narrow_grid("MTML"), (1, 1), seed, 0.0, 0.0, 0, {i: 1 for i in range(1, 7)}))
-        right[label] = True
+        kind[label] = "fixture"
     for spread, shift, seeds in PERTURBATIONS:
         for arm_seed in seeds:
             label = f"perturbed arm (masses {100 * spread:.0f} %, centres {1e3 * shift:.0f} mm), seed {arm_seed}"
             jobs.append((label, grid, PERTURBED_GRID, FILE_SEEDS[0], spread, shift, arm_seed, None))
-            right[label] = False
-    files: list[tuple[str, bool, CompensationLaw]] = []
+            kind[label] = "wrong"
+    made: list[tuple[str, str, CompensationLaw]] = []
     start = time.perf_counter()
     with ProcessPoolExecutor(WORKERS) as pool:
         for label, law in pool.map(make_file, jobs):
             if isinstance(law, str):
                 print(f"    no file: {label}: {law}", flush=True)
             else:
-                files.append((label, right[label], law))
-    print(f"  {len(files)} files made on the simulated arms ({time.perf_counter() - start:.0f} s here, "
+                made.append((label, kind[label], law))
+    print(f"  {len(made)} files made on the simulated arms ({time.perf_counter() - start:.0f} s here, "
           f"{WORKERS} processes)", flush=True)
     if CUHK.is_dir():
         from dvrk_ident_ros.gc.fitting.loaders import load_poses
 
-        files.append(("real MTML-41878 (../shared, CUHK)", False, _law(load_poses(CUHK), "41878")))
+        made.append(("real MTML-41878 (../shared, CUHK)", "wrong", _law(load_poses(CUHK), "41878")))
     else:
-        print(f"  {CUHK} absent: the real arm's file is left out")
+        print(f"  {CUHK} absent: the real arm's file and grid are left out")
 
+    def poses_of(kind: str) -> list[Held]:
+        return narrow if kind == "fixture" else design
+
+    print("  each file at the poses of the range its data cover: the design grid's (the 68-pose test grid's files: "
+          "its own, widened by the check's margin)")
     print(f"  {'file':<72} {'right':>5} {'median':>7} {'min':>6} {'max':>6} refused")
     wrong_accepted = right_refused = right_pairs = wrong_pairs = 0
-    distances, accepted_wrong, score_of = [], [], {}
-    for label, right, law in files:
+    distances, accepted_wrong, accepted = [], [], {}
+    for label, what, law in made:
         check = FitCheck(law)
-        verdicts = [check.check(q, e) for q_all, e_all in at_rest for q, e in zip(q_all, e_all, strict=True)]
+        verdicts = [check.check(h.q, h.effort) for h in poses_of(what)]
         scores = np.array([v.score for v in verdicts])
-        distances.append([v.distance for v in verdicts])
-        score_of[label] = scores
-        refused = int(np.sum(scores > 1.0))
-        if right:
+        fits = np.array([v.fits for v in verdicts], dtype=bool)
+        if what != "fixture":
+            distances.append([v.distance for v in verdicts])
+        accepted[label] = [h for h, ok in zip(poses_of(what), fits, strict=True) if ok]
+        refused = int(np.sum(~fits))
+        if what == "right":
             right_refused += refused
-            right_pairs += len(scores)
-        else:
-            wrong_accepted += len(scores) - refused
-            wrong_pairs += len(scores)
-            accepted_wrong += [(law, k) for k in np.flatnonzero(scores <= 1.0)]
-        print(f"  {label:<72} {'yes' if right else 'no':>5} {np.median(scores):7.2f} {scores.min():6.2f} "
-              f"{scores.max():6.2f} {refused:3d}/{len(scores)}", flush=True)
+            right_pairs += len(fits)
+        elif what == "wrong":
+            wrong_accepted += len(fits) - refused
+            wrong_pairs += len(fits)
+            accepted_wrong += [(law, h) for h in accepted[label]]
+        shown = {"right": "yes", "wrong": "no", "fixture": "(1)"}[what]
+        print(f"  {label:<72} {shown:>5} {np.median(scores):7.2f} {scores.min():6.2f} "
+              f"{scores.max():6.2f} {refused:3d}/{len(fits)}", flush=True)
+    print("  (1) the tests' 68-pose grid (0.2 s settles, joints swept 10-20 deg, the wrist pitch held at -90 to 90 deg "
+          "by the other sweeps, swept over 0-20 deg only): counted neither right nor wrong; the take-over guard "
+          "below shows whether its files hold the arm even inside their own range")
+    files = [(label, what == "right", law) for label, what, law in made if what != "fixture"]
+    fixtures = [(label, True, law) for label, what, law in made if what == "fixture"]
     out = Path(__file__).resolve().parent.parent / "build" / "bench-fit-check.npz"
     out.parent.mkdir(exist_ok=True)
     np.savez(out, distance=np.array(distances), right=np.array([r for _, r, _ in files]),
              labels=np.array([label for label, _, _ in files]))
-    print(f"  per-joint distances (N m, file x pose x joint) in {out}")
-    narrow_in_range(files)
+    print(f"  per-joint distances (N m, file x pose x joint; the files checked at the design grid's poses) in {out}")
+    narrow_outside(fixtures, design)
     real_refused, real_pairs = real_arm_held_out()
     if accepted_wrong:
-        drift_of_accepted(accepted_wrong, files[0][2], np.vstack(goals), count)
+        drift_of_accepted(accepted_wrong, files[0][2])
     start = time.perf_counter()
-    trips, _, stopped, _ = guard_rates(files, np.vstack(goals), count, score_of)
+    trips, _, stopped, _ = guard_rates(files, accepted)
+    if fixtures:
+        print("  the 68-pose test grid's files at their own range, behind the check:")
+        guard_rates(fixtures, accepted, sums=False)
     print(f"  ({time.perf_counter() - start:.0f} s here)")
     print(f"  fit_check: right files refused {right_refused}/{right_pairs} (simulated) and {real_refused}/"
           f"{real_pairs} (real MTML-41878, held-out sweeps), wrong files accepted {wrong_accepted}/{wrong_pairs} "
@@ -219,27 +273,40 @@ def mtm() -> bool:
     return right_refused + trips == 0 and real_refused == 0 and wrong_accepted - stopped == 0
 
 
-def narrow_in_range(files: list) -> None:
-    """The narrow grid's files where their grid measured the arm: random poses inside the box its poses span
-    (its joints' sweeps of 10-20 deg), under the evaluation seeds, checked as above (no take-over guard)."""
-    narrow = [(label, law) for label, right, law in files if right and "68-pose" in label]
-    if not narrow:
-        return
-    grid = narrow_grid("MTML")
-    box = np.vstack([sweep["poses"] for sweep in grid["sweeps"]])
-    config = load_sim_config("mtm")
-    reference = SimulatedArm(config, "MTML", noise=False)
-    count = int(os.environ.get("DVRK_IDENT_BENCH_FIT_POSES", "30"))
-    held = []
-    for seed in EVAL_SEEDS:
-        poses = random_poses(reference, count, np.random.default_rng(300 + seed), fraction=1.0,
-                             box=(box.min(0), box.max(0)))
-        held.append(holding_efforts(config, poses, seed))
-    for label, law in narrow:
+def cuhk_grid() -> dict:
+    """The pose grid of CUHK's MTML-41878 recordings (../shared; the MLSE tool's grid, as its bags were trimmed to
+    the poses `gc fit` keeps): each recorded sweep's poses in order, to play on the simulated MTML."""
+    from dvrk_ident_ros.gc.fitting.loaders import load_poses
+
+    data = load_poses(CUHK)
+    sweeps = []
+    for sweep in dict.fromkeys(data.sweep.tolist()):
+        mine = data.sweep == sweep
+        sweeps.append({"estimated_joint": int(data.joint[mine][0]), "auxiliary_joint": None,
+                       "auxiliary_value": float(data.auxiliary[mine][0]),
+                       "direction": "positive" if data.direction[mine][0] > 0 else "negative",
+                       "poses": data.q[mine].tolist()})
+    return {"arm": "MTML", "coordinates": "dvrk", "units": "rad", "settle_time": 0.5, "samples_per_pose": 10,
+            "sweeps": sweeps}
+
+
+def narrow_outside(files: list, design: list[Held]) -> None:
+    """The narrow grid's files at the design grid's poses, mostly far outside the 10-20 deg their grid swept:
+    refused for the range; what the band alone would say there, and what such a file does to the arm where
+    the band would have let it take over (bench drift's 2 s drift test)."""
+    from dvrk_ident_ros.sim.experiments import drift_test
+
+    for label, _, law in files:
         check = FitCheck(law)
-        scores = np.array([check.check(q, e).score for qs, es in held for q, e in zip(qs, es, strict=True)])
-        print(f"  {label}, inside its grid's range: score median {np.median(scores):.2f} max {scores.max():.2f}, "
-              f"refused {int(np.sum(scores > 1.0))}/{len(scores)}")
+        verdicts = [check.check(h.q, h.effort) for h in design]
+        outside = sum(bool(v.outside) for v in verdicts)
+        band_ok = [h for h, v in zip(design, verdicts, strict=True) if v.outside and v.score <= 1.0]
+        drift = [drift_test(SimulatedArm(load_sim_config("mtm"), "MTML", seed=h.seed), law,
+                            h.goal[None]).position_mm[0] for h in band_ok[:10]]
+        shown = f", tip drift over 2 s at 10 of them: max {np.nanmax(drift):.1f} mm" if drift else ""
+        print(f"  {label}, at the design grid's poses: refused as outside its data's range {outside}/{len(design)}, "
+              f"refused by the band {sum(not v.fits and not v.outside for v in verdicts)}; of those outside, the "
+              f"band alone would have accepted {len(band_ok)}{shown}")
 
 
 def real_arm_held_out() -> tuple[int, int]:
@@ -253,18 +320,20 @@ def real_arm_held_out() -> tuple[int, int]:
         print(f"  {CUHK} absent: no real arm's held-out check")
         return 0, 0
     data = load_poses(CUHK)
-    by_family: dict[str, list[float]] = {}
+    by_family: dict[str, list] = {}
     for fold in held_out_folds(data):
         check = FitCheck(_law(data.select(~fold.test), "fold"))
         held = data.select(fold.test)
-        by_family.setdefault(fold.family, []).extend(check.check(q, tau).score for q, tau in
+        by_family.setdefault(fold.family, []).extend(check.check(q, tau) for q, tau in
                                                      zip(held.q, held.tau, strict=True))
-    for family, scores in by_family.items():
-        s = np.array(scores)
+    for family, verdicts in by_family.items():
+        s = np.array([v.score for v in verdicts])
+        outside = sum(bool(v.outside) for v in verdicts)
         print(f"  real MTML-41878, its own refitted file at held-out {family} poses: {len(s)} poses, score median "
-              f"{np.median(s):.2f} p99 {np.percentile(s, 99):.2f} max {s.max():.2f}, refused {int(np.sum(s > 1))}")
-    sweeps = np.array(by_family.get("sweeps", []))
-    return int(np.sum(sweeps > 1.0)), len(sweeps)
+              f"{np.median(s):.2f} p99 {np.percentile(s, 99):.2f} max {s.max():.2f}, refused "
+              f"{sum(not v.fits for v in verdicts)} ({outside} outside the refit's range)")
+    sweeps = by_family.get("sweeps", [])
+    return sum(not v.fits for v in sweeps), len(sweeps)
 
 
 class Takeover(NamedTuple):
@@ -317,48 +386,53 @@ def guarded_takeover(job: tuple) -> Takeover:
     return Takeover(tripped, guard.worst, tip_drift(arm, q0, arm.q)[0], moved)
 
 
-def guard_rates(files: list, goals: np.ndarray, count: int, scores: dict) -> tuple[int, int, int, int]:
+def guard_rates(files: list, accepted: dict[str, list[Held]], sums: bool = True) -> tuple[int, int, int, int]:
     """The take-over guard behind the check: at every pose where a file was accepted, does the guard end the
-    compensation? Right files: how many trips (false); wrong files: how many accepted pairs it stops."""
+    compensation? Right files: how many trips (false); wrong files: how many accepted pairs it stops; per file
+    the joints it stopped on."""
+    from dvrk_ident_ros.gc.runtime.takeover_guard import MTM_GUARD_LIMIT
+
     jobs, kinds = [], []
     for label, right, law in files:
-        for k in np.flatnonzero(scores[label] <= 1.0):
-            jobs.append((law, goals[k], EVAL_SEEDS[k // count]))
+        for h in accepted[label]:
+            jobs.append((law, h.goal, h.seed))
             kinds.append(right)
     with ProcessPoolExecutor(WORKERS) as pool:
         results = list(pool.map(guarded_takeover, jobs))
     k = 0
     for label, _right, _ in files:
-        accepted = int(np.sum(scores[label] <= 1.0))
-        mine = results[k:k + accepted]
-        k += accepted
+        mine = results[k:k + len(accepted[label])]
+        k += len(accepted[label])
         if mine:
-            print(f"    {label:<70} guard stopped {sum(t.tripped for t in mine):3d}/{accepted:<3d} tip drift max "
-                  f"{max(t.drift for t in mine):7.1f} mm")
+            joints = [int(np.argmax(t.moved / np.asarray(MTM_GUARD_LIMIT[:len(t.moved)]))) + 1 for t in mine
+                      if t.tripped]
+            by_joint = ", ".join(f"joint {j} {joints.count(j)}" for j in sorted(set(joints)))
+            print(f"    {label:<70} guard stopped {sum(t.tripped for t in mine):3d}/{len(mine):<3d} tip drift max "
+                  f"{max(t.drift for t in mine):7.1f} mm" + (f" ({by_joint})" if joints else ""))
     right_trips = sum(t.tripped for t, r in zip(results, kinds, strict=True) if r)
     right_n = sum(kinds)
     wrong_stopped = sum(t.tripped for t, r in zip(results, kinds, strict=True) if not r)
     wrong_n = len(kinds) - right_n
     worst_right = max((t.worst for t, r in zip(results, kinds, strict=True) if r), default=0.0)
     drift_right = max((t.drift for t, r in zip(results, kinds, strict=True) if r), default=0.0)
-    print(f"  take-over guard (gc/runtime/takeover_guard.py) where the check accepted: right files tripped "
-          f"{right_trips}/{right_n} (worst {100 * worst_right:.0f} % of a limit, tip drift at most "
-          f"{drift_right:.1f} mm), wrong files stopped {wrong_stopped}/{wrong_n}")
+    if sums:
+        print(f"  take-over guard (gc/runtime/takeover_guard.py) where the check accepted: right files tripped "
+              f"{right_trips}/{right_n} (worst {100 * worst_right:.0f} % of a limit, tip drift at most "
+              f"{drift_right:.1f} mm), wrong files stopped {wrong_stopped}/{wrong_n}")
     return right_trips, right_n, wrong_stopped, wrong_n
 
 
-def drift_of_accepted(pairs: list, right_law: CompensationLaw, poses: np.ndarray, count: int) -> None:
+def drift_of_accepted(pairs: list, right_law: CompensationLaw) -> None:
     """What an accepted wrong file does: the tip's drift over 2 s under it, at each pose where it was accepted,
     against the design grid's right file at the same poses (sim/experiments.py drift_test)."""
     from dvrk_ident_ros.sim.experiments import drift_test
 
     wrong_mm, right_mm = [], []
-    for law, k in pairs:
-        seed = EVAL_SEEDS[k // count]
-        wrong_mm.append(drift_test(SimulatedArm(load_sim_config("mtm"), "MTML", seed=seed), law,
-                                   poses[k:k + 1]).position_mm[0])
-        right_mm.append(drift_test(SimulatedArm(load_sim_config("mtm"), "MTML", seed=seed), right_law,
-                                   poses[k:k + 1]).position_mm[0])
+    for law, held in pairs:
+        wrong_mm.append(drift_test(SimulatedArm(load_sim_config("mtm"), "MTML", seed=held.seed), law,
+                                   held.goal[None]).position_mm[0])
+        right_mm.append(drift_test(SimulatedArm(load_sim_config("mtm"), "MTML", seed=held.seed), right_law,
+                                   held.goal[None]).position_mm[0])
     w, r = np.array(wrong_mm), np.array(right_mm)
     print(f"  where a wrong file was accepted ({len(w)} poses), tip drift over 2 s under it: median "
           f"{np.nanmedian(w):.2f} mm, max {np.nanmax(w):.2f} mm; under the right file (design grid) at the same "

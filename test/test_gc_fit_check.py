@@ -215,3 +215,102 @@ def test_a_gc_file_s_own_fit_residual_widens_its_tolerance_never_narrows_it(tmp_
     (tmp_path / "bad.json").write_text(json.dumps(document))
     with pytest.raises(DataError, match="gc_dynamic_params_pos: expected 40 finite numbers"):
         load_gc(tmp_path / "bad.json")
+
+
+# -- the joint range a file's data covered ---------------------------------------------------------------------------
+def _ranged_law(lower_deg: list[float], upper_deg: list[float]) -> CompensationLaw:
+    law = _law()
+    law.params.position_lower_deg, law.params.position_upper_deg = lower_deg, upper_deg
+    return CompensationLaw(law.params)
+
+
+def test_a_pose_beyond_the_file_s_range_by_more_than_the_margin_is_refused_naming_the_joint():
+    """Q's joint 2 is at 17.2 deg: a file whose data swept it over 0..10 deg is taken at its word up to
+    10 + 2 + 0.1 x 10 = 13 deg; beyond, it is refused even with the effort at the middle of its band, and the reason
+    names the joint, the pose and the range."""
+    from dvrk_ident_ros.gc.runtime.fit_check import RANGE_MARGIN_DEG, RANGE_REACH
+
+    lower, upper = [-90.0] * 6 + [-400.0], [90.0] * 6 + [400.0]
+    lower[1], upper[1] = 0.0, 10.0
+    law = _ranged_law(lower, upper)
+    effort = _mean_torque(law)
+    verdict = FitCheck(law).check(Q, effort)
+    assert (RANGE_MARGIN_DEG, RANGE_REACH) == (2.0, 0.1) and verdict.score == 0.0 and not verdict.fits
+    assert verdict.outside == ("joint 2 at +17.2 deg, file +0.0..+10.0 deg (taken to -3.0..+13.0)",)
+    reason = verdict.reason("MTML")
+    assert reason.startswith("MTML is outside the joint range this gc file's data covered: joint 2 at +17.2 deg")
+    assert FitCheck(law, range_margin_deg=6.5).check(Q, effort).fits  # 17.2 <= 10 + 6.5 + 1
+    assert not FitCheck(law, range_reach=0.4).check(Q, effort).fits  # 17.2 > 10 + 2 + 4
+    assert FitCheck(law, range_reach=0.6).check(Q, effort).fits  # 17.2 <= 10 + 2 + 6
+    upper[1] = 14.5
+    assert FitCheck(_ranged_law(lower, upper)).check(Q, effort).fits  # 17.2 <= 14.5 + 2 + 1.45
+
+
+def test_the_range_holds_joints_1_to_6_only_and_a_file_without_one_is_not_limited():
+    law = _ranged_law([-1.0] * 6 + [0.0], [1.0] * 6 + [0.0])  # joint 7 (the roll: no gravity) at 0 only
+    q = [0.0] * 6 + [1.5]
+    assert FitCheck(law).check(q, _mean_torque_at(law, q)).fits
+    assert FitCheck(_law()).outside([3.0] * 7) == ()
+    with pytest.raises(DataError, match="range margin"):
+        FitCheck(law, range_margin_deg=-1.0)
+    with pytest.raises(DataError, match="range reach"):
+        FitCheck(law, range_reach=float("nan"))
+
+
+def _mean_torque_at(law: CompensationLaw, q: list[float]) -> np.ndarray:
+    return np.array(law.compute(q, [0.0] * 7))
+
+
+def test_gc_fit_writes_the_range_its_data_covered_and_load_gc_reads_it_back(tmp_path):
+    """gc_parameters (what `dvrk-ident gc fit` writes) records each joint's range of the data in degrees (joint 7:
+    the MLSE tool's +-400, not limited); load_gc reads it; a range upside down is refused."""
+    import json
+
+    from dvrk_ident_ros.gc.fitting.data import PoseData
+    from dvrk_ident_ros.gc.fitting.gc_file import gc_parameters
+    from dvrk_ident_ros.gc.fitting.mlse import fit_mlse
+    from dvrk_ident_ros.gc.model.params import load_gc
+
+    law = _law()
+    rng = np.random.default_rng(7)
+    rows = []
+    for joint in range(1, 7):
+        for direction in (1, -1):
+            sweep = np.tile(np.array(Q), (8, 1))
+            sweep[:, joint - 1] += np.linspace(-0.3, 0.3, 8)[::direction]
+            rows.append((sweep, joint, direction))
+    q = np.vstack([r[0] for r in rows])
+    tau = np.array([law.compute(p, [0.0] * 7) for p in q]) + rng.normal(0.0, 1e-3, (len(q), 7))
+    joint = np.repeat([r[1] for r in rows], 8)
+    direction = np.repeat([r[2] for r in rows], 8)
+    data = PoseData(q, tau, joint, direction, np.zeros(len(q)), np.repeat(np.arange(len(rows)), 8), "synthetic")
+    params = gc_parameters(fit_mlse(data), data, "MTML", "1", "test")
+    expected_low, expected_high = np.degrees(q[:, :6].min(0)), np.degrees(q[:, :6].max(0))
+    assert params.position_lower_deg == pytest.approx([*expected_low, -400.0], abs=1e-3)
+    assert params.position_upper_deg == pytest.approx([*expected_high, 400.0], abs=1e-3)
+    saved = load_gc(params.save(tmp_path / "gc-MTML-1.json"))
+    assert saved.position_lower_deg == pytest.approx(params.position_lower_deg)
+    assert saved.position_upper_deg == pytest.approx(params.position_upper_deg)
+    document = json.loads((tmp_path / "gc-MTML-1.json").read_text())
+    document["GC_controller"]["joint_position_lower_limit"][1] = 90.0
+    (tmp_path / "bad.json").write_text(json.dumps(document))
+    with pytest.raises(DataError, match=r"joint_position_lower_limit above its upper limit on joint\(s\) \[2\]"):
+        load_gc(tmp_path / "bad.json")
+    document["GC_controller"].pop("joint_position_upper_limit")
+    (tmp_path / "bad.json").write_text(json.dumps(document))
+    with pytest.raises(DataError, match="joint_position_upper_limit: missing field"):
+        load_gc(tmp_path / "bad.json")
+
+
+def test_the_real_mlse_tool_s_file_keeps_its_recorded_range():
+    """CUHK's MTML-41878 file (the MATLAB MLSE tool's) records the range its grid swept: read as written."""
+    from pathlib import Path
+
+    from dvrk_ident_ros.gc.model.params import load_gc
+
+    path = Path(__file__).resolve().parents[2] / "shared" / "data" / "cuhk-mtm-gc" / "MTML-41878" / "gc-MTML-41878.json"
+    if not path.is_file():
+        pytest.skip(f"{path} absent (../shared is not beside the repository)")
+    params = load_gc(path)
+    assert params.position_upper_deg == [40, 23, 34, 80, 175, 40, 400]
+    assert params.position_lower_deg == [-9, -14, -34, -190, -85, -40, -400]

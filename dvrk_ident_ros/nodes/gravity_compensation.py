@@ -83,7 +83,8 @@ class GravityCompensationNode(Node):
         self.joints = spec.arm_joints  # commanded on servo_jf: all but the jaw
         # the arm's own effort while it holds itself: the ramp-in's start, and the fit check's (before every
         # take-over) mean; after it, the arm stays where it was taken over while no one moves it
-        fit_check = fit_check_for(self.law, spec.family, settings.fit_tolerance) if settings.fit_check else None
+        fit_check = (fit_check_for(self.law, spec.family, settings.fit_tolerance, settings.fit_range_margin)
+                     if settings.fit_check else None)
         self.held = HeldEffort(self.arm, self.joints, fit_check)
         limits = GUARD_LIMITS.get(spec.family.upper())
         guard = (TakeoverGuard(limits) if settings.fit_check and limits is not None

@@ -8,6 +8,7 @@ The arm, the model file and the supervisor's timings are fixed once the node has
 from __future__ import annotations
 
 from dvrk_ident_ros.gc.model.travel import DEFAULT_TRAVEL
+from dvrk_ident_ros.gc.runtime.fit_check import RANGE_MARGIN_DEG
 from dvrk_ident_ros.gc.runtime.supervisor import SETTING_BOUNDS, SupervisorSettings
 from dvrk_ident_ros.parameters.schema import Kind, NodeSchema, Parameter
 
@@ -51,6 +52,10 @@ SCHEMA = NodeSchema("gravity_compensation", (
               "The fit check's per-joint tolerance (7 values for an MTM's gc file, 6 for a PSM's model); [0.0]: "
               "the measured defaults",
               unit="N m"),
+    Parameter("fit_range_margin", Kind.DOUBLE, RANGE_MARGIN_DEG,
+              "An MLSE file that records the joint range its data covered (joint_position_lower_limit and "
+              "_upper_limit): the fit check refuses a take-over with a joint 1-6 beyond that range by more than "
+              "this plus a tenth of the range's width", unit="deg", minimum=0.0),
     Parameter("disable_builtin", Kind.BOOL, True,
               "Turn the dVRK's own compensation off before the first command and restore it as found"),
     Parameter("publish_diagnostics", Kind.BOOL, True,

@@ -169,6 +169,7 @@ class GravityCompensationSettings:
     blend_travel: float
     fit_check: bool
     fit_tolerance: tuple[float, ...]
+    fit_range_margin: float
     disable_builtin: bool
     publish_diagnostics: bool
 
@@ -187,6 +188,7 @@ class GravityCompensationSettings:
             blend_travel=float(values["blend_travel"]),
             fit_check=bool(values["fit_check"]),
             fit_tolerance=_floats(values["fit_tolerance"]),
+            fit_range_margin=float(values["fit_range_margin"]),
             disable_builtin=bool(values["disable_builtin"]),
             publish_diagnostics=bool(values["publish_diagnostics"]),
         )

@@ -128,6 +128,13 @@ def load_gc(path: str | Path) -> GcParameters:
         raise DataError(f"{path}: unknown gc file version {version!r} (1.0 and 2.0 are known)")
     if "GC_init_pos" in c:
         params.init_pos_deg = list(c["GC_init_pos"])
+    if "joint_position_upper_limit" in c or "joint_position_lower_limit" in c:
+        upper = _vector(c, "joint_position_upper_limit", 7, path)
+        lower = _vector(c, "joint_position_lower_limit", 7, path)
+        if np.any(lower > upper):
+            raise DataError(f"{path}: GC_controller.joint_position_lower_limit above its upper limit on joint(s) "
+                            f"{[int(j) + 1 for j in np.flatnonzero(lower > upper)]}")
+        params.position_upper_deg, params.position_lower_deg = upper.tolist(), lower.tolist()
     lse = raw.get("lse") or {}
     params.fit_methods = {i: str((lse.get(f"joint{i}") or {}).get("fit_method", "4POL")) for i in range(1, 7)}
     if "fit_residual_rms" in lse:

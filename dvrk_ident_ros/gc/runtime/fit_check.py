@@ -14,10 +14,20 @@ the joint's tolerance t_j (N m); the file fits while
 (one number for the whole arm: a wrong file is rarely far off on one joint alone, and a right file's
 errors are not all at their worst at once). The node asks before it sends anything (the take-over), on
 the mean of the arm's efforts while it settled, and refuses with the joints and N m it found.
+
+A file is a fit to the poses its sweeps measured: outside them its polynomials and gravity terms extrapolate
+what the data never held (a grid that swept a joint over a few degrees says nothing of the arm 30 degrees
+away). A file that records that range (``joint_position_lower_limit`` and ``_upper_limit``, degrees, as the
+MLSE calibration writes them) is refused at a pose beyond it on any joint 1-6 by more than a margin, whatever
+the effort there, with the joints, the pose and the range. A fit's extrapolation error grows with the distance
+from its data over the width they span (a polynomial's, (1 + 2 d / w)^n), so the margin of joint j is
+
+    m_j = RANGE_MARGIN_DEG + RANGE_REACH w_j      (w_j: the width of the file's range of joint j)
 """
 from __future__ import annotations
 
 import copy
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -38,6 +48,13 @@ RESIDUAL_SIGMAS = 3.5
 #: a PSM model refitted to static holds (``gravity_refit.residual_rms_after``): the static friction its band
 #: allows is at most this many times the holds' RMS residual (the friction the arm showed at rest, from both sides)
 HOLD_SIGMAS = 3.0
+#: degrees: how far beyond the joint range its data covered a file is still taken at its word, plus RANGE_REACH
+#: times that range's width (bench fit_check: the real MTML-41878's file refitted without a fold of its sweeps is
+#: taken at every held-out pose of the fold, some beyond the refit's range; the test grid's files checked out to it)
+RANGE_MARGIN_DEG = 2.0
+RANGE_REACH = 0.1
+#: the MLSE joints whose range a file's check holds the arm to (joint 7, the roll, carries no gravity)
+RANGE_JOINTS = 6
 
 
 @dataclass(frozen=True)
@@ -52,10 +69,16 @@ class FitVerdict:
     low: tuple[float, ...]
     high: tuple[float, ...]
     what: str = "gc file"
+    outside: tuple[str, ...] = ()  # per joint beyond the file's range: "<joint> at <deg>, file <lo>..<hi> deg"
 
     def reason(self, arm: str, names: Sequence[str] = ()) -> str:
-        """One line naming the joints that miss by more than 30 % of their tolerance, worst first (by distance over
-        tolerance), with the arm's effort and the file's band."""
+        """One line: the joints beyond the range the file's data covered; else the joints that miss by more than
+        30 % of their tolerance, worst first (by distance over tolerance), with the arm's effort and the file's
+        band."""
+        if self.outside:
+            return (f"{arm} is outside the joint range this {self.what}'s data covered: " + "; ".join(self.outside)
+                    + ". The file does not know the arm there: move the arm into its range, or calibrate over "
+                    "this range")
         order = sorted((j for j, d in enumerate(self.distance) if d > 0.3 * self.tolerance[j]),
                        key=lambda j: -self.distance[j] / self.tolerance[j])
         parts = []
@@ -72,11 +95,25 @@ class FitCheck:
     held to max(t_j, RESIDUAL_SIGMAS r_j): a file whose own arm it fits less closely (a noisier arm, a cable
     that wears) is not refused for errors its own fit shows; the tolerances are the floor."""
 
-    def __init__(self, law: CompensationLaw, tolerance: Sequence[float] = MTM_TOLERANCE) -> None:
+    def __init__(self, law: CompensationLaw, tolerance: Sequence[float] = MTM_TOLERANCE,
+                 range_margin_deg: float = RANGE_MARGIN_DEG, range_reach: float = RANGE_REACH) -> None:
         tolerance = tuple(float(t) for t in tolerance)
         if len(tolerance) != 7 or not all(math.isfinite(t) and t > 0 for t in tolerance):
             raise DataError(f"fit tolerance {list(tolerance)}: expected 7 positive numbers (N m, MTM joints 1-7)")
+        if not (math.isfinite(range_margin_deg) and range_margin_deg >= 0):
+            raise DataError(f"fit range margin {range_margin_deg}: expected a number of degrees >= 0")
+        if not (math.isfinite(range_reach) and range_reach >= 0):
+            raise DataError(f"fit range reach {range_reach}: expected a fraction of the range >= 0")
         params = law.params
+        #: per joint 1-6 the degrees (low, high) beyond which the file is refused; None: no range recorded
+        self.range_deg: tuple[tuple[float, float], ...] | None = None
+        self._taken: tuple[tuple[float, float], ...] = ()
+        if params.position_lower_deg is not None and params.position_upper_deg is not None:
+            self.range_deg = tuple(
+                (float(lo), float(hi)) for lo, hi in zip(params.position_lower_deg[:RANGE_JOINTS],
+                                                          params.position_upper_deg[:RANGE_JOINTS], strict=True))
+            self._taken = tuple((lo - range_margin_deg - range_reach * (hi - lo),
+                                 hi + range_margin_deg + range_reach * (hi - lo)) for lo, hi in self.range_deg)
         if params.fit_residual is not None:
             tolerance = tuple(max(t, RESIDUAL_SIGMAS * float(r)) for t, r in zip(tolerance, params.fit_residual,
                                                                                   strict=True))
@@ -95,7 +132,21 @@ class FitCheck:
 
     def check(self, q: Sequence[float], effort: Sequence[float]) -> FitVerdict:
         """The verdict for the arm at rest at ``q`` holding itself with ``effort`` (N m, joints 1-7)."""
-        return _verdict(self.band, self.tolerance, q, effort, "gc file")
+        verdict = _verdict(self.band, self.tolerance, q, effort, "gc file")
+        outside = self.outside(q)
+        return dataclasses.replace(verdict, fits=False, outside=outside) if outside else verdict
+
+    def outside(self, q: Sequence[float]) -> tuple[str, ...]:
+        """The joints at ``q`` beyond the file's range by more than their margin (none when it records no range)."""
+        if self.range_deg is None:
+            return ()
+        found = []
+        for j, ((lo, hi), (low, high)) in enumerate(zip(self.range_deg, self._taken, strict=True)):
+            deg = math.degrees(float(q[j]))
+            if deg < low or deg > high:
+                found.append(f"joint {j + 1} at {deg:+.1f} deg, file {lo:+.1f}..{hi:+.1f} deg "
+                             f"(taken to {low:+.1f}..{high:+.1f})")
+        return tuple(found)
 
 
 def _verdict(band, tolerance: tuple[float, ...], q: Sequence[float], effort: Sequence[float],
@@ -146,14 +197,15 @@ class ModelFitCheck:
         return _verdict(self.band, self.tolerance, q, effort, "parameter file")
 
 
-def fit_check_for(compensation: object, family: str,
-                  tolerance: Sequence[float] = (0.0,)) -> FitCheck | ModelFitCheck | None:
+def fit_check_for(compensation: object, family: str, tolerance: Sequence[float] = (0.0,),
+                  range_margin_deg: float = RANGE_MARGIN_DEG,
+                  range_reach: float = RANGE_REACH) -> FitCheck | ModelFitCheck | None:
     """The check of a compensation before its take-over: an MLSE file's (an MTM's) or a PSM's identified model;
     None for the others (an MTM's identified model: the take-over guard alone). ``tolerance`` [0.0]: the
     measured defaults."""
     custom = [float(t) for t in tolerance] != [0.0]
     if isinstance(compensation, CompensationLaw):
-        return FitCheck(compensation, tolerance if custom else MTM_TOLERANCE)
+        return FitCheck(compensation, tolerance if custom else MTM_TOLERANCE, range_margin_deg, range_reach)
     if isinstance(compensation, ModelCompensation) and family.upper() == "PSM":
         return ModelFitCheck(compensation, tolerance if custom else PSM_TOLERANCE)
     return None
