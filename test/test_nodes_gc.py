@@ -1115,6 +1115,34 @@ def test_a_gc_file_of_another_arm_is_refused_before_any_command(ros_env, rclpy_c
     assert "N m held, file" in refusal[0] and "score" in refusal[0], refusal[0]
 
 
+@pytest.mark.slow
+@pytest.mark.ros
+def test_a_gc_file_beyond_the_range_its_data_measured_is_refused_naming_the_joint(ros_env, rclpy_context, tmp_path):
+    """A gc file whose data swept joint 2 over 30-40 deg only (joint_position_*_limit, as `gc fit` writes them), on
+    the simulated MTML homed at 0 deg: refused before any command for the range, whatever its torques, the joint,
+    the pose and the range in the reason, exit status 2."""
+    from dvrk_ident_ros.gc.model.params import GcParameters
+
+    lower, upper = [-90.0] * 6 + [-400.0], [180.0] * 6 + [400.0]
+    lower[1], upper[1] = 30.0, 40.0
+    path = GcParameters("MTML", "1", np.zeros(40), np.zeros(40), np.full(7, 5.0), np.full(7, -5.0),
+                        position_lower_deg=lower, position_upper_deg=upper).save(tmp_path / "gc-MTML-1.json")
+    lab = _Lab(rclpy_context, "gc_test_lab_out_of_range")
+    with running(_sim("HOMED", "2.4"), ros_env) as sim, running(_lab_gc_node(str(path)), ros_env) as gc:
+        assert lab.probe.spin_until(lambda: lab.measured and lab.readings, 20.0, sim), output_of(sim)
+        assert lab.probe.spin_until(lambda: gc.poll() is not None, 20.0), "the node did not refuse"
+        lab.probe.spin_for(0.3)
+        code = gc.wait()
+    gc_out = output_of(gc)
+    commands, flags = len(lab.servo_jf), len(lab.builtin)
+    lab.close()
+    assert code == 2, gc_out
+    assert commands == 0 and flags == 0, f"{commands} servo_jf, {flags} use_gravity_compensation"
+    refusal = _lines_with(gc_out, "MTML is outside the joint range this gc file's data covered: joint 2 at ")
+    assert len(refusal) == 1, gc_out
+    assert "file +30.0..+40.0 deg (taken to +27.0..+43.0)" in refusal[0], refusal[0]
+
+
 def _net_discovered(node) -> bool:
     """The safety net's hold and use_gravity_compensation publishers are in ``node``'s graph."""
     return all(any(info.node_name.startswith("gc_safety_net") for info in node.get_publishers_info_by_topic(topic))
