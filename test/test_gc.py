@@ -457,6 +457,13 @@ def test_gc_cli_unknown_arm(tmp_path, capsys):
     fit = FITS["mlse"](poses, None)
     residual = np.sqrt(np.mean((poses.tau - fit.predict(poses)) ** 2, axis=0))
     assert saved.fit_residual == pytest.approx(residual) and np.all(residual[:6] > 0)
+    # the range each joint 1-6 was measured over (the fit check's), written and said
+    low, high = np.degrees(poses.q[:, :6].min(0)), np.degrees(poses.q[:, :6].max(0))
+    assert saved.position_lower_deg[:6] == pytest.approx(low, abs=1e-3)
+    assert saved.position_upper_deg[:6] == pytest.approx(high, abs=1e-3)
+    said = capsys.readouterr().out
+    ranges = " ".join(f"{a:.0f}..{b:.0f}" for a, b in zip(low, high, strict=True))
+    assert f"joints 1-6 measured over (deg) {ranges}" in said, said
 
 
 def test_regressor_shapes():

@@ -143,6 +143,11 @@ def gc_fit_job(data_path: str | Path, arm: str | None, out: Path | None, *, seri
                + " ".join(f"{100 * e:.1f}" for e in per_joint))
     if data.effort_topic:
         summary += f"; efforts from {data.effort_topic}"
+    if params.position_lower_deg is not None and params.position_upper_deg is not None:
+        summary += ("; joints 1-6 measured over (deg) " + " ".join(
+            f"{lo:.0f}..{hi:.0f}" for lo, hi in zip(params.position_lower_deg[:6], params.position_upper_deg[:6],
+                                                    strict=True))
+                    + " (the node takes the file a little beyond, fit_range_margin)")
     if data.skipped:
         summary += f"; {data.skipped}"
     if data.dropped:

@@ -26,4 +26,3 @@ def gc_parameters(fit: GcFit, data: PoseData, arm: str, serial: str, source: str
                         position_upper_deg=[*high_deg, UNLIMITED_DEG], position_lower_deg=[*low_deg, -UNLIMITED_DEG],
                         fit_methods={i: f"{fit.orders[i]}POL" for i in range(1, 7)}, source=source,
                         fit_residual=fit_residual(fit, data))
-

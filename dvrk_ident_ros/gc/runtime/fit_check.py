@@ -15,7 +15,7 @@ the joint's tolerance t_j (N m); the file fits while
 errors are not all at their worst at once). The node asks before it sends anything (the take-over), on
 the mean of the arm's efforts while it settled, and refuses with the joints and N m it found.
 
-A file is a fit to the poses its sweeps measured: outside them its polynomials and gravity terms extrapolate
+A file is a fit to the poses its data measured: outside them its polynomials and gravity terms extrapolate
 what the data never held (a grid that swept a joint over a few degrees says nothing of the arm 30 degrees
 away). A file that records that range (``joint_position_lower_limit`` and ``_upper_limit``, degrees, as the
 MLSE calibration writes them) is refused at a pose beyond it on any joint 1-6 by more than a margin, whatever
@@ -69,7 +69,7 @@ class FitVerdict:
     low: tuple[float, ...]
     high: tuple[float, ...]
     what: str = "gc file"
-    outside: tuple[str, ...] = ()  # per joint beyond the file's range: "<joint> at <deg>, file <lo>..<hi> deg"
+    outside: tuple[str, ...] = ()  # per joint beyond the range the file is taken over (FitCheck.outside)
 
     def reason(self, arm: str, names: Sequence[str] = ()) -> str:
         """One line: the joints beyond the range the file's data covered; else the joints that miss by more than
