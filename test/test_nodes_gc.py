@@ -1090,16 +1090,10 @@ def test_an_identified_model_holds_the_simulated_psm_through_the_node(ros_env, r
     assert "compensating PSM1: ramp-in" in gc_out, gc_out
 
 
-@pytest.mark.slow
-@pytest.mark.ros
-def test_a_gc_file_of_another_arm_is_refused_before_any_command(ros_env, rclpy_context, shared_dir):
-    """A real MTML's gc file (CUHK's MTML-41878, fitted by dvrk-ident gc fit's loader) on the simulated MTML,
-    homed and held by its PID and the dVRK's own compensation: the fit check (gc/runtime/fit_check.py) compares the
-    file's torques at the pose with the arm's holding effort and refuses: no servo_jf, no
-    use_gravity_compensation, the reason with the joints and N m, exit status 2. (Unchecked, this file moved
-    the arm about 1 rad on joints 2-4 within 2 s.)"""
-    path = shared_dir / "data" / "cuhk-mtm-gc" / "MTML-41878" / "gc-MTML-41878.json"
-    lab = _Lab(rclpy_context, "gc_test_lab_wrong_file")
+def _refused_before_any_command(rclpy_context, ros_env, path, lab_name: str) -> str:
+    """The node started with the gc file at ``path`` beside the simulated MTML (homed, dVRK 2.4): it exits with
+    status 2 having sent no servo_jf and no use_gravity_compensation; its output."""
+    lab = _Lab(rclpy_context, lab_name)
     with running(_sim("HOMED", "2.4"), ros_env) as sim, running(_lab_gc_node(str(path)), ros_env) as gc:
         assert lab.probe.spin_until(lambda: lab.measured and lab.readings, 20.0, sim), output_of(sim)
         assert lab.probe.spin_until(lambda: gc.poll() is not None, 20.0), "the node did not refuse"
@@ -1110,6 +1104,19 @@ def test_a_gc_file_of_another_arm_is_refused_before_any_command(ros_env, rclpy_c
     lab.close()
     assert code == 2, gc_out
     assert commands == 0 and flags == 0, f"{commands} servo_jf, {flags} use_gravity_compensation"
+    return gc_out
+
+
+@pytest.mark.slow
+@pytest.mark.ros
+def test_a_gc_file_of_another_arm_is_refused_before_any_command(ros_env, rclpy_context, shared_dir):
+    """A real MTML's gc file (CUHK's MTML-41878, fitted by dvrk-ident gc fit's loader) on the simulated MTML,
+    homed and held by its PID and the dVRK's own compensation: the fit check (gc/runtime/fit_check.py) compares the
+    file's torques at the pose with the arm's holding effort and refuses: no servo_jf, no
+    use_gravity_compensation, the reason with the joints and N m, exit status 2. (Unchecked, this file moved
+    the arm about 1 rad on joints 2-4 within 2 s.)"""
+    path = shared_dir / "data" / "cuhk-mtm-gc" / "MTML-41878" / "gc-MTML-41878.json"
+    gc_out = _refused_before_any_command(rclpy_context, ros_env, path, "gc_test_lab_wrong_file")
     refusal = _lines_with(gc_out, "the gc file does not fit MTML here")
     assert len(refusal) == 1, gc_out
     assert "N m held, file" in refusal[0] and "score" in refusal[0], refusal[0]
@@ -1127,17 +1134,7 @@ def test_a_gc_file_beyond_the_range_its_data_measured_is_refused_naming_the_join
     lower[1], upper[1] = 30.0, 40.0
     path = GcParameters("MTML", "1", np.zeros(40), np.zeros(40), np.full(7, 5.0), np.full(7, -5.0),
                         position_lower_deg=lower, position_upper_deg=upper).save(tmp_path / "gc-MTML-1.json")
-    lab = _Lab(rclpy_context, "gc_test_lab_out_of_range")
-    with running(_sim("HOMED", "2.4"), ros_env) as sim, running(_lab_gc_node(str(path)), ros_env) as gc:
-        assert lab.probe.spin_until(lambda: lab.measured and lab.readings, 20.0, sim), output_of(sim)
-        assert lab.probe.spin_until(lambda: gc.poll() is not None, 20.0), "the node did not refuse"
-        lab.probe.spin_for(0.3)
-        code = gc.wait()
-    gc_out = output_of(gc)
-    commands, flags = len(lab.servo_jf), len(lab.builtin)
-    lab.close()
-    assert code == 2, gc_out
-    assert commands == 0 and flags == 0, f"{commands} servo_jf, {flags} use_gravity_compensation"
+    gc_out = _refused_before_any_command(rclpy_context, ros_env, path, "gc_test_lab_out_of_range")
     refusal = _lines_with(gc_out, "MTML is outside the joint range this gc file's data covered: joint 2 at ")
     assert len(refusal) == 1, gc_out
     assert "file +30.0..+40.0 deg (taken to +27.0..+43.0)" in refusal[0], refusal[0]
