@@ -189,9 +189,10 @@ def mtm() -> bool:
             jobs.append((label, grid, strides, seed, 0.0, 0.0, 0, None))
             kind[label] = "right"
     if CUHK.is_dir():
+        real_grid = cuhk_grid()
         for seed in FILE_SEEDS:
             label = f"same arm, the real MTML-41878's grid (CUHK's 4312 poses), seed {seed}"
-            jobs.append((label, cuhk_grid(), (1, 1), seed, 0.0, 0.0, 0, None))
+            jobs.append((label, real_grid, (1, 1), seed, 0.0, 0.0, 0, None))
             kind[label] = "right"
     for seed in FILE_SEEDS:
         label = f"same arm, the 68-pose test grid (first-order polynomials), seed {seed}"
