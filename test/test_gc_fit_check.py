@@ -26,8 +26,8 @@ def _law(offset: float = 0.05) -> CompensationLaw:
     return CompensationLaw(GcParameters("MTML", "1", pos, neg, np.full(7, 5.0), np.full(7, -5.0)))
 
 
-def _mean_torque(law: CompensationLaw) -> np.ndarray:
-    return np.array(law.compute(Q, [0.0] * 7))  # the console's blend at rest: the middle of the band
+def _mean_torque(law: CompensationLaw, q: list[float] = Q) -> np.ndarray:
+    return np.array(law.compute(q, [0.0] * 7))  # the console's blend at rest: the middle of the band
 
 
 def test_the_band_is_the_two_directions_torques_and_the_middle_is_the_law_at_rest():
@@ -249,16 +249,12 @@ def test_a_pose_beyond_the_file_s_range_by_more_than_the_margin_is_refused_namin
 def test_the_range_holds_joints_1_to_6_only_and_a_file_without_one_is_not_limited():
     law = _ranged_law([-1.0] * 6 + [0.0], [1.0] * 6 + [0.0])  # joint 7 (the roll: no gravity) at 0 only
     q = [0.0] * 6 + [1.5]
-    assert FitCheck(law).check(q, _mean_torque_at(law, q)).fits
+    assert FitCheck(law).check(q, _mean_torque(law, q)).fits
     assert FitCheck(_law()).outside([3.0] * 7) == ()
     with pytest.raises(DataError, match="range margin"):
         FitCheck(law, range_margin_deg=-1.0)
     with pytest.raises(DataError, match="range reach"):
         FitCheck(law, range_reach=float("nan"))
-
-
-def _mean_torque_at(law: CompensationLaw, q: list[float]) -> np.ndarray:
-    return np.array(law.compute(q, [0.0] * 7))
 
 
 def test_gc_fit_writes_the_range_its_data_covered_and_load_gc_reads_it_back(tmp_path):

@@ -198,14 +198,13 @@ class ModelFitCheck:
 
 
 def fit_check_for(compensation: object, family: str, tolerance: Sequence[float] = (0.0,),
-                  range_margin_deg: float = RANGE_MARGIN_DEG,
-                  range_reach: float = RANGE_REACH) -> FitCheck | ModelFitCheck | None:
+                  range_margin_deg: float = RANGE_MARGIN_DEG) -> FitCheck | ModelFitCheck | None:
     """The check of a compensation before its take-over: an MLSE file's (an MTM's) or a PSM's identified model;
     None for the others (an MTM's identified model: the take-over guard alone). ``tolerance`` [0.0]: the
     measured defaults."""
     custom = [float(t) for t in tolerance] != [0.0]
     if isinstance(compensation, CompensationLaw):
-        return FitCheck(compensation, tolerance if custom else MTM_TOLERANCE, range_margin_deg, range_reach)
+        return FitCheck(compensation, tolerance if custom else MTM_TOLERANCE, range_margin_deg)
     if isinstance(compensation, ModelCompensation) and family.upper() == "PSM":
         return ModelFitCheck(compensation, tolerance if custom else PSM_TOLERANCE)
     return None
