@@ -188,3 +188,106 @@ def test_the_guard_holds_the_arm_before_the_flag_goes_back_and_exits_2(tmp_path,
     run.own.pulled_away(moved, joint)
     assert run.out.sent[sent:] == [("hold",), ("use_gravity_compensation", True), ("exit", 2)]
     assert GUARD_STOP in run.own.waiting and "j2 moved +0.300 rad" in run.own.waiting
+
+
+# -- a PSM's fit probe (gc/runtime/fit_probe.py): the arm held from both sides of its pose before the take-over --------
+PSM_POSE = [0.1, -0.2, 0.12, 0.3, 0.0, 0.1]
+PSM_LOWER, PSM_UPPER = [-1.0, -0.8, 0.0, -2.0, -1.5, -1.5], [1.0, 0.8, 0.24, 2.0, 1.5, 1.5]
+BUSY = OperatingStatus(state="ENABLED", is_homed=True, is_busy=True)
+MOVE_TIME = 0.2
+
+
+@pytest.fixture(scope="module")
+def psm_compensation():
+    from dvrk_ident_ros.arm.registry import arm_spec
+    from dvrk_ident_ros.gc.runtime.model_law import load_model_compensation
+    from dvrk_ident_ros.sim.config import load_sim_config
+
+    return load_model_compensation(load_sim_config("psm").parameter_file, arm_spec("PSM1"))
+
+
+class _PsmRun:
+    """A Classic PSM (no compensation of its own) whose move_jp takes MOVE_TIME busy; at rest its effort is the
+    model's torque plus ``offset`` plus or minus ``friction`` by the side it came from (the PID, no integral)."""
+
+    def __init__(self, tmp_path, monkeypatch, compensation, offset: float = 0.0, friction: float = 0.02):
+        """``offset`` on the yaw (N m)."""
+        from dvrk_ident_ros.gc.runtime.fit_check import ModelFitCheck
+
+        monkeypatch.setenv("ROS_HOME", str(tmp_path))
+        self.arm, self.out = _Arm(), _Outputs()
+        self.out.move_jp = self._move  # type: ignore[attr-defined]
+        self.sup = CompensationSupervisor(SupervisorSettings(ramp_in_time=0.5))
+        self.law, self.offset, self.friction = compensation, offset, friction
+        self.held = HeldEffort("PSM1", 6, ModelFitCheck(compensation))
+        self.own = ArmOwnership("PSM1", compensation, self.sup, self.arm, self.out, self.held, None,
+                                disable_builtin=True, has_builtin=False, probe_limits=(PSM_LOWER, PSM_UPPER))
+        self.t, self.setpoint, self.side, self.busy_until = 0.0, list(PSM_POSE), 1.0, None
+        self.own.on_reading(False)  # its gravity_compensation/setpoint_js: all zero
+
+    def _move(self, goal: list[float]) -> None:
+        self.out.sent.append(("move_jp", list(goal)))
+        self.side = 1.0 if goal[0] >= self.setpoint[0] else -1.0  # coming from below: the PID pushes up
+        self.setpoint, self.busy_until = list(goal), self.t + MOVE_TIME
+        self.set_state(BUSY)
+
+    def set_state(self, status: OperatingStatus) -> None:
+        self.arm.status, self.arm.ready = status, status.ready
+        self.own.on_operating_state(status, 0.0)
+
+    def sample(self) -> bool:
+        self.t += PERIOD
+        if self.busy_until is not None and self.t >= self.busy_until:
+            self.busy_until = None
+            self.set_state(ENABLED)
+        torque = self.law.compute([*self.setpoint, 0.0], [0.0] * 7)[:6]
+        effort = [t + self.side * self.friction for t in torque]
+        effort[0] += self.offset
+        self.held.record(effort, self.t, self.setpoint)
+        started = self.own.may_start(self.t, self.t, self.setpoint, [0.0] * 6, [f"j{i + 1}" for i in range(6)])
+        if started:
+            self.sup.command(self.t, self.t)
+        return started
+
+    def moves(self) -> list[list[float]]:
+        return [s[1] for s in self.out.sent if s[0] == "move_jp"]
+
+
+def test_a_psm_is_held_from_above_and_below_before_a_model_that_fits_takes_it_over(
+        tmp_path, monkeypatch, psm_compensation):
+    run = _PsmRun(tmp_path, monkeypatch, psm_compensation)
+    assert any(run.sample() for _ in range(3000)), (run.own.waiting, run.out.logs[-3:])
+    moves = run.moves()
+    assert len(moves) == 4 and moves[1] == moves[3] == PSM_POSE  # above, back, below, back
+    assert moves[0][0] > PSM_POSE[0] > moves[2][0] and moves[0][3:] == PSM_POSE[3:]  # the wrist stays
+    assert ("exit", 2) not in run.out.sent and run.t > 4 * 2.0  # each hold settled before it counted
+    assert "fits PSM1 at its pose reached from both sides" in run.out.said(logging.INFO)
+    assert not run.out.said(logging.WARNING), "the probe's own moves are not the arm being busy on its own"
+    assert run.own._probe is None  # the next take-over probes its own pose
+
+
+def test_a_psm_model_outside_the_efforts_it_rests_under_from_both_sides_is_refused(
+        tmp_path, monkeypatch, psm_compensation):
+    run = _PsmRun(tmp_path, monkeypatch, psm_compensation, offset=0.08)  # beyond the friction of 0.02
+    assert not any(run.sample() for _ in range(3000))
+    assert len(run.moves()) == 4 and run.out.sent[-1] == ("exit", 2)
+    assert "joint 1 rests under" in run.own.waiting and "reached from both sides" in run.own.waiting
+    # at the pose alone (fit_probe:=false: probe_limits None) the same model passes: its band is the yaw's
+    # identified static friction wide, up to a tolerance of 0.1 N m
+    alone = _PsmRun(tmp_path, monkeypatch, psm_compensation, offset=0.08)
+    alone.own.probe_limits = None
+    assert any(alone.sample() for _ in range(300)) and not alone.moves()
+
+
+def test_a_psm_that_faults_during_the_probe_is_probed_again_from_the_start(tmp_path, monkeypatch, psm_compensation):
+    run = _PsmRun(tmp_path, monkeypatch, psm_compensation)
+    while len(run.moves()) < 2:
+        run.sample()
+    run.busy_until = None
+    run.set_state(DISABLED)
+    run.sample()
+    run.set_state(ENABLED)
+    run.own.on_reading(False)
+    assert any(run.sample() for _ in range(3000))
+    moves = run.moves()
+    assert len(moves) == 6 and moves[2] == moves[0]  # the probe began again: above first

@@ -1073,7 +1073,8 @@ def test_an_identified_model_holds_the_simulated_psm_through_the_node(ros_env, r
         assert probe.spin_until(lambda: len(measured) > 10, 10.0, arm), output_of(arm)  # hearing the arm
         with running(_gc_node(path, "ramp_in_time:=0.3", arm="PSM1", checks=True), ros_env) as gc:
             assert probe.wait_for_graph(gc, publishers=["/PSM1/servo_jf"]), output_of(gc)
-            assert probe.spin_until(lambda: len(servo_jf) > 250, 20.0, gc), output_of(gc)
+            # the fit probe's four holds first (about 10 s), then the take-over
+            assert probe.spin_until(lambda: len(servo_jf) > 250, 40.0, gc), output_of(gc)
     gc_out = output_of(gc)
     probe.close()
     commands = [m for _, m in servo_jf]
@@ -1088,6 +1089,7 @@ def test_an_identified_model_holds_the_simulated_psm_through_the_node(ros_env, r
     moved = np.abs(held - held[0]).max(axis=0)
     assert moved.max() < 2e-3, f"the PSM moved under the node's compensation: {moved}"
     assert "compensating PSM1: ramp-in" in gc_out, gc_out
+    assert "the parameter file fits PSM1 at its pose reached from both sides" in gc_out, gc_out
 
 
 def _refused_before_any_command(rclpy_context, ros_env, path, lab_name: str) -> str:
@@ -1284,12 +1286,16 @@ def test_a_file_that_pulls_the_arm_away_after_the_take_over_is_stopped(ros_env, 
 
 @pytest.mark.ros
 def test_a_psm_model_of_another_arm_is_refused_before_any_command(ros_env, rclpy_context, tmp_path):
-    """The PSM's fit check (gc/runtime/fit_check.py ModelFitCheck): the simulated PSM1's own parameter file with every
-    link's first moments 10 % larger (another arm of the design) is refused before its first command: the
-    model's torques at the pose, plus or minus each joint's identified static friction, against the arm's
-    holding effort (setpoint_js); no servo_jf, the reason with the joints and N m, exit status 2."""
+    """The PSM's fit check (gc/runtime/fit_check.py ModelFitCheck, gc/runtime/fit_probe.py): the simulated PSM1's own
+    parameter file with every link's first moments 10 % larger (another arm of the design) is refused before its
+    first command: the arm held at its pose from both sides (four move_jp about it), the model's torques against
+    the efforts it rested under there (setpoint_js); no servo_jf, the reason with the joints and N m, exit
+    status 2."""
     import json
 
+    from sensor_msgs.msg import JointState
+
+    from dvrk_ident_ros.gc.runtime.fit_probe import PROBE_FRACTION
     from dvrk_ident_ros.sim.config import load_sim_config
 
     document = json.loads(load_sim_config("psm").parameter_file.read_text())
@@ -1299,11 +1305,12 @@ def test_a_psm_model_of_another_arm_is_refused_before_any_command(ros_env, rclpy
     path = tmp_path / "psm_other_arm.json"
     path.write_text(json.dumps(document))
     probe, servo_jf, measured = _psm_probe(rclpy_context, "gc_test_psm_wrong_model")
+    moves = probe.collect(JointState, "/PSM1/move_jp")
     with running(_psm_sim(), ros_env) as arm:
         assert probe.wait_for_graph(arm, publishers=["/PSM1/measured_js"]), output_of(arm)
         assert probe.spin_until(lambda: len(measured) > 10, 10.0, arm), output_of(arm)
         with running(_gc_node(str(path), arm="PSM1", checks=True), ros_env) as gc:
-            assert probe.spin_until(lambda: gc.poll() is not None, 20.0), f"not refused:\n{output_of(gc)}"
+            assert probe.spin_until(lambda: gc.poll() is not None, 40.0), f"not refused:\n{output_of(gc)}"
             probe.spin_for(0.3)
             code = gc.wait()
     gc_out = output_of(gc)
@@ -1311,5 +1318,12 @@ def test_a_psm_model_of_another_arm_is_refused_before_any_command(ros_env, rclpy
     assert code == 2, gc_out
     assert not servo_jf, f"{len(servo_jf)} servo_jf"
     refusal = _lines_with(gc_out, "the parameter file does not fit PSM1 here")
-    assert len(refusal) == 1 and "N m held, file" in refusal[0], gc_out
+    assert len(refusal) == 1 and "N m reached from both sides, model" in refusal[0], gc_out
+    goals = np.array([m.position for _, m in moves])
+    start = np.array(measured[0][1].position[:6])
+    assert goals.shape == (4, 6), goals  # above, back, below, back: no other move
+    assert np.allclose(goals[1], goals[3]) and np.allclose(goals[0] + goals[2], 2 * goals[1])
+    # about the pose it rested at: half a percent of a range, plus what its PID (no integral term) left
+    assert np.abs(goals[0] - goals[1]).max() <= PROBE_FRACTION * np.pi, goals
+    assert np.abs(goals - start).max() < 0.05, goals - start
     print(f"\n{refusal[0]}")

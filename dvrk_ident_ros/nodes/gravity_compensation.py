@@ -27,6 +27,7 @@ from dvrk_ident.msg import GravityCompensationDiagnostics
 from dvrk_ident_ros.arm.registry import arm_spec
 from dvrk_ident_ros.arm.samples import read_sample
 from dvrk_ident_ros.arm.state import OperatingStatus, stamp_is_valid
+from dvrk_ident_ros.excitation.holds import joint_ranges
 from dvrk_ident_ros.gc.runtime.compensation import load_compensation
 from dvrk_ident_ros.gc.runtime.fit_check import fit_check_for
 from dvrk_ident_ros.gc.runtime.health import (
@@ -38,6 +39,7 @@ from dvrk_ident_ros.gc.runtime.health import (
     report_values,
 )
 from dvrk_ident_ros.gc.runtime.held_effort import HeldEffort
+from dvrk_ident_ros.gc.runtime.model_law import ModelCompensation
 from dvrk_ident_ros.gc.runtime.ownership import ArmOwnership
 from dvrk_ident_ros.gc.runtime.supervisor import CompensationState, CompensationSupervisor, SupervisorSettings
 from dvrk_ident_ros.gc.runtime.takeover_guard import GUARD_LIMITS, TakeoverGuard
@@ -54,6 +56,7 @@ from dvrk_ident_ros.ros.messages import check_arm_name
 from dvrk_ident_ros.ros.parameters import declare_parameters
 from dvrk_ident_ros.ros.process import request_exit, run, spin_until
 from dvrk_ident_ros.ros.qos import CONTROL_STATE_QOS, STATE_QOS
+from dvrk_ident_ros.safety import CommandChecker
 
 #: s: the exit's fade ends with a zero command at the latest this long after fade_out_time
 EXIT_MARGIN = 0.5
@@ -103,6 +106,7 @@ class GravityCompensationNode(Node):
         self._servo_jf = self.create_publisher(JointState, f"/{self.arm}/servo_jf", STATE_QOS)
         self._builtin = self.create_publisher(Bool, f"/{self.arm}/use_gravity_compensation", 10)
         self._hold = self.create_publisher(Empty, f"/{self.arm}/hold", 10)
+        self._move_jp = self.create_publisher(JointState, f"/{self.arm}/move_jp", 10)
         self._diagnostics = self.create_publisher(GravityCompensationDiagnostics, "~/diagnostics", 10)
         self._report = DiagnosticsPublisher(self, f"dvrk_ident: gravity_compensation {self.arm}", self.arm)
         self._command = JointState()
@@ -118,7 +122,8 @@ class GravityCompensationNode(Node):
         self.monitor.require()
         # the decisions off the control path: taking the arm, yielding, stopping, handing it back
         self.own = ArmOwnership(self.arm, self.law, self.supervisor, self.monitor, self, self.held, guard,
-                                disable_builtin=settings.disable_builtin, has_builtin=spec.builtin_gravity_compensation)
+                                disable_builtin=settings.disable_builtin, has_builtin=spec.builtin_gravity_compensation,
+                                probe_limits=self._probe_limits() if settings.fit_probe else None)
         self.builtin = self.own.builtin
         self.create_subscription(JointState, self.own.gate.readings_topic, self._on_builtin, CONTROL_STATE_QOS)
         self.create_subscription(JointState, f"/{self.arm}/measured_js", self._on_state, CONTROL_STATE_QOS)
@@ -149,8 +154,18 @@ class GravityCompensationNode(Node):
     def hold(self) -> None:
         self._hold.publish(Empty())
 
+    def move_jp(self, goal: list[float]) -> None:
+        self._move_jp.publish(JointState(position=goal))
+
     def stop_watchdog(self) -> None:
         self._watchdog.cancel()
+
+    def _probe_limits(self) -> tuple[list[float], list[float]] | None:
+        """The joints' limits (what the arm reaches) for a PSM model's fit probe; None for other laws."""
+        if not isinstance(self.law, ModelCompensation):
+            return None
+        low, high = joint_ranges(CommandChecker(self.law.model, self.arm, section="hardware"))
+        return [float(x) for x in low[:self.joints]], [float(x) for x in high[:self.joints]]
 
     def log(self, level: int, text: str) -> None:
         # one call site per severity: rclpy refuses a call site whose severity changes
@@ -277,7 +292,7 @@ class GravityCompensationNode(Node):
         msg = deserialize_message(data, JointState)
         stamp = msg.header.stamp
         if stamp_is_valid(stamp.sec, stamp.nanosec):
-            self.held.record(msg.effort, time.monotonic())
+            self.held.record(msg.effort, time.monotonic(), msg.position)
 
     # -- watchdog, fades, hand-over ---------------------------------------------------
     def _arm_watchdog(self, period_ns: int) -> None:

@@ -48,6 +48,12 @@ SCHEMA = NodeSchema("gravity_compensation", (
               "arm's own holding effort (setpoint_js; MLSE files); a file that does not fit is refused (no "
               "command, exit 2). After every take-over (any file): a joint that leaves the take-over pose by "
               "more than its limit within 2.5 s ends the compensation (hold, exit 2)"),
+    Parameter("fit_probe", Kind.BOOL, True,
+              "A PSM's identified model: the fit check before every take-over holds the arm at its pose reached "
+              "once from above and once from below on the yaw, pitch and insertion (four move_jp of half a "
+              "percent of each joint's range, at rest 2 s after each) and checks the model against the efforts "
+              "it rests under there; false: against the effort at the pose alone, plus or minus its static "
+              "friction"),
     Parameter("fit_tolerance", Kind.DOUBLE_ARRAY, (0.0,),
               "The fit check's per-joint tolerance (7 values for an MTM's gc file, 6 for a PSM's model); [0.0]: "
               "the measured defaults",

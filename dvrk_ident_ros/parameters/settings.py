@@ -168,6 +168,7 @@ class GravityCompensationSettings:
     blend: str
     blend_travel: float
     fit_check: bool
+    fit_probe: bool
     fit_tolerance: tuple[float, ...]
     fit_range_margin: float
     disable_builtin: bool
@@ -187,6 +188,7 @@ class GravityCompensationSettings:
             blend=str(values["blend"]),
             blend_travel=float(values["blend_travel"]),
             fit_check=bool(values["fit_check"]),
+            fit_probe=bool(values["fit_probe"]),
             fit_tolerance=_floats(values["fit_tolerance"]),
             fit_range_margin=float(values["fit_range_margin"]),
             disable_builtin=bool(values["disable_builtin"]),

@@ -252,3 +252,24 @@ def _enable_and_home(arm: SimulatedArm, timeout: float = 60.0) -> None:
         arm.advance(0.05)
     if not arm.ready:
         raise DvrkIdentError(f"the simulated arm did not home again after a fault: {arm.not_ready_reason('arm')}")
+
+
+def run_fit_probe(arm: SimulatedArm, probe, rate: float = 100.0, window: int = 20, limit: float = 120.0) -> float:
+    """A fit probe's holds (gc/runtime/fit_probe.py BothSidesProbe) on the simulated arm as the gravity
+    compensation node runs them: at ``rate`` while the arm is ready and not busy, its setpoint and the mean of
+    its last ``window`` commanded efforts, each goal sent by move_jp; until the probe is done or has failed
+    (or ``limit`` s of arm time). Returns the arm time it took (s)."""
+    steps = max(1, round(1.0 / (rate * arm.dt)))
+    efforts: list[np.ndarray] = []
+    start = arm.time
+    while not (probe.done or probe.failed) and arm.time - start < limit:
+        sample = arm.sample()
+        efforts = [*efforts, np.asarray(sample.setpoint_effort, dtype=float)][-window:]
+        if arm.ready and not arm.status.is_busy:
+            n = len(probe.goals[0])
+            mean = list(np.mean(efforts, axis=0)[:n]) if len(efforts) >= window // 2 else None
+            goal = probe.advance(arm.time, list(sample.setpoint_position[:n]), mean)
+            if goal is not None:
+                arm.move_jp(np.concatenate([goal, arm.q[n:]]) if arm.q.shape[0] > n else np.asarray(goal))
+        arm.advance(steps * arm.dt)
+    return arm.time - start

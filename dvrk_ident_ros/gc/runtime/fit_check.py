@@ -33,6 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from dvrk_ident_ros.errors import DataError
+from dvrk_ident_ros.gc.runtime.fit_probe import PROBE_TOLERANCE
 from dvrk_ident_ros.gc.runtime.law import CompensationLaw
 from dvrk_ident_ros.gc.runtime.model_law import ModelCompensation
 
@@ -70,6 +71,9 @@ class FitVerdict:
     high: tuple[float, ...]
     what: str = "gc file"
     outside: tuple[str, ...] = ()  # per joint beyond the range the file is taken over (FitCheck.outside)
+    #: ModelFitCheck.check_span's: ``low``..``high`` the efforts the arm rested under reached from both sides,
+    #: ``effort`` the model's torque
+    both_sides: bool = False
 
     def reason(self, arm: str, names: Sequence[str] = ()) -> str:
         """One line: the joints beyond the range the file's data covered; else the joints that miss by more than
@@ -84,7 +88,9 @@ class FitVerdict:
         parts = []
         for j in order[:4]:
             name = names[j] if j < len(names) else f"joint {j + 1}"
-            parts.append(f"{name} {self.effort[j]:+.3f} N m held, file {self.low[j]:+.3f}..{self.high[j]:+.3f}")
+            parts.append(f"{name} rests under {self.low[j]:+.3f}..{self.high[j]:+.3f} N m reached from both sides, "
+                         f"model {self.effort[j]:+.3f}" if self.both_sides else
+                         f"{name} {self.effort[j]:+.3f} N m held, file {self.low[j]:+.3f}..{self.high[j]:+.3f}")
         return (f"the {self.what} does not fit {arm} here (score {self.score:.2f} > 1): " + "; ".join(parts)
                 + ". Is it this arm's file (ARM_NAME and SN), made since its last repair?")
 
@@ -170,13 +176,17 @@ class ModelFitCheck:
     its band is at most HOLD_SIGMAS times the holds' RMS residual wide (an arm that slides to rest shows
     none, and a model that differs by less than its friction no longer passes there)."""
 
-    def __init__(self, compensation: ModelCompensation, tolerance: Sequence[float] = PSM_TOLERANCE) -> None:
+    def __init__(self, compensation: ModelCompensation, tolerance: Sequence[float] = PSM_TOLERANCE,
+                 span_tolerance: Sequence[float] = PROBE_TOLERANCE) -> None:
         tolerance = tuple(float(t) for t in tolerance)
+        span_tolerance = tuple(float(t) for t in span_tolerance)
         n = len(tolerance)
-        if n > compensation.dof or not all(math.isfinite(t) and t > 0 for t in tolerance):
-            raise DataError(f"fit tolerance {list(tolerance)}: expected up to {compensation.dof} positive numbers "
-                            "(one per commanded joint)")
+        for given in (tolerance, span_tolerance):
+            if len(given) != n or n > compensation.dof or not all(math.isfinite(t) and t > 0 for t in given):
+                raise DataError(f"fit tolerance {list(given)}: expected up to {compensation.dof} positive numbers "
+                                "(one per commanded joint)")
         self.tolerance = tolerance
+        self.span_tolerance = span_tolerance
         self._compensation = compensation
         index = {name: k for k, name in enumerate(compensation.model.parameter_names)}
         delta = compensation.delta
@@ -186,15 +196,31 @@ class ModelFitCheck:
         if holds is not None:
             self._friction = [min(f, HOLD_SIGMAS * float(r)) for f, r in zip(self._friction, holds[:n], strict=True)]
 
-    def band(self, q: Sequence[float]) -> tuple[list[float], list[float]]:
-        n = len(self.tolerance)
+    def torque(self, q: Sequence[float]) -> list[float]:
+        """The model's torque at rest at ``q`` (the commanded joints)."""
         full = list(q) + [0.0] * (self._compensation.dof - len(q))
-        torque = list(self._compensation.compute(full, [0.0] * self._compensation.dof))[:n]
+        return list(self._compensation.compute(full, [0.0] * self._compensation.dof))[:len(self.tolerance)]
+
+    def band(self, q: Sequence[float]) -> tuple[list[float], list[float]]:
+        torque = self.torque(q)
         return ([t - f for t, f in zip(torque, self._friction, strict=True)],
                 [t + f for t, f in zip(torque, self._friction, strict=True)])
 
     def check(self, q: Sequence[float], effort: Sequence[float]) -> FitVerdict:
         return _verdict(self.band, self.tolerance, q, effort, "parameter file")
+
+    def check_span(self, q: Sequence[float], low: Sequence[float], high: Sequence[float]) -> FitVerdict:
+        """The verdict for the arm at rest at ``q`` under efforts ``low``..``high`` (reached from both sides:
+        gc/runtime/fit_probe.py): the model's torque against them, no friction allowed (they show it)."""
+        n = len(self.span_tolerance)
+        if len(q) != n or len(low) != n or len(high) != n:
+            raise DataError(f"fit check: {len(q)} positions and {len(low)}, {len(high)} efforts, expected {n} each")
+        torque = self.torque(q)
+        distance = tuple(max(0.0, lo - t, t - hi) for lo, hi, t in zip(low, high, torque, strict=True))
+        score = math.sqrt(sum((d / t) ** 2 for d, t in zip(distance, self.span_tolerance, strict=True)))
+        return FitVerdict(score <= 1.0, score, self.span_tolerance, distance, tuple(float(t) for t in torque),
+                          tuple(float(x) for x in low), tuple(float(x) for x in high), "parameter file",
+                          both_sides=True)
 
 
 def fit_check_for(compensation: object, family: str, tolerance: Sequence[float] = (0.0,),
@@ -206,5 +232,5 @@ def fit_check_for(compensation: object, family: str, tolerance: Sequence[float] 
     if isinstance(compensation, CompensationLaw):
         return FitCheck(compensation, tolerance if custom else MTM_TOLERANCE, range_margin_deg)
     if isinstance(compensation, ModelCompensation) and family.upper() == "PSM":
-        return ModelFitCheck(compensation, tolerance if custom else PSM_TOLERANCE)
+        return (ModelFitCheck(compensation, tolerance, tolerance) if custom else ModelFitCheck(compensation))
     return None

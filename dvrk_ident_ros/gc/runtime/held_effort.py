@@ -41,16 +41,20 @@ class HeldEffort:
         self.joints = joints
         self.fit_check = fit_check
         self.latest = [0.0] * joints
+        self.setpoint: list[float] | None = None  # the arm's commanded positions with the latest effort
         self.at = -math.inf  # monotonic s of the latest
         self._history: deque[list[float]] = deque(maxlen=FIT_SAMPLES)
         self._unchecked_said = False
 
-    def record(self, effort: Sequence[float], now: float) -> bool:
-        """Keep ``effort`` (received at ``now``) if it is one finite value per joint; whether it was kept."""
+    def record(self, effort: Sequence[float], now: float, position: Sequence[float] = ()) -> bool:
+        """Keep ``effort`` (received at ``now``; with the arm's commanded ``position`` where given) if it is one
+        finite value per joint; whether it was kept."""
         if len(effort) != self.joints or not all(math.isfinite(x) for x in effort):
             return False
         self.latest[:] = effort
         self.at = now
+        if len(position) == self.joints and all(math.isfinite(x) for x in position):
+            self.setpoint = list(position)
         if self.fit_check is not None:
             self._history.append(list(effort))
         return True
@@ -67,22 +71,32 @@ class HeldEffort:
             return None
         return clamp(self.latest + [0.0] * (dof - self.joints))[:self.joints]
 
+    def mean(self, now: float, period: float) -> list[float] | None:
+        """The mean of the recent efforts (the fit check's window), or None without enough fresh ones."""
+        history = self._history
+        if not self.fresh(now, period) or len(history) < FIT_SAMPLES // 2:
+            return None
+        return [sum(e[i] for e in history) / len(history) for i in range(self.joints)]
+
     def fit_decision(self, q: Sequence[float], now: float, period: float,
                      names: Sequence[str] = ()) -> FitDecision:
         """The fit check at the arm's pose ``q`` on the mean of the recent efforts. Without enough fresh
         efforts it cannot run: the take-over waits, and after UNCHECKED_AFTER it goes on unchecked (said
         once; an arm that publishes no setpoint_js)."""
         assert self.fit_check is not None
-        if not self.fresh(now, period) or len(self._history) < FIT_SAMPLES // 2:
-            if not self._unchecked_said and now - self.at > UNCHECKED_AFTER:
-                self._unchecked_said = True
-                return FitDecision(True, warn=(
-                    f"{self.arm} publishes no fresh /{self.arm}/setpoint_js: the fit check of the gc file cannot "
-                    "run (its holding effort is unknown)"))
-            return FitDecision(self._unchecked_said)
-        history = self._history
-        mean = [sum(e[i] for e in history) / len(history) for i in range(self.joints)]
+        mean = self.mean(now, period)
+        if mean is None:
+            return self.without_effort(now)
         verdict = self.fit_check.check(q[:self.joints], mean)
         if verdict.fits:
             return FitDecision(True)
         return FitDecision(False, refuse=verdict.reason(self.arm, names))
+
+    def without_effort(self, now: float) -> FitDecision:
+        """No fresh efforts: the take-over waits, and after UNCHECKED_AFTER goes on unchecked (said once)."""
+        if not self._unchecked_said and now - self.at > UNCHECKED_AFTER:
+            self._unchecked_said = True
+            return FitDecision(True, warn=(
+                f"{self.arm} publishes no fresh /{self.arm}/setpoint_js: the fit check of the gc file cannot "
+                "run (its holding effort is unknown)"))
+        return FitDecision(self._unchecked_said)

@@ -18,8 +18,11 @@ import time
 from collections.abc import Sequence
 from typing import Protocol
 
-from dvrk_ident_ros.arm.state import OperatingStatus
+from dvrk_ident_ros.arm.state import CrtkState, OperatingStatus
+from dvrk_ident_ros.errors import DataError
 from dvrk_ident_ros.gc.runtime.compensation import Compensation
+from dvrk_ident_ros.gc.runtime.fit_check import ModelFitCheck
+from dvrk_ident_ros.gc.runtime.fit_probe import BothSidesProbe
 from dvrk_ident_ros.gc.runtime.held_effort import HeldEffort
 from dvrk_ident_ros.gc.runtime.safety_net import NetState, state_path, write_state
 from dvrk_ident_ros.gc.runtime.supervisor import BuiltinCompensation, CompensationState, CompensationSupervisor
@@ -57,6 +60,9 @@ class ArmOutputs(Protocol):
     def hold(self) -> None:
         """/<ARM>/hold: the arm's own PID holds it where it is."""
 
+    def move_jp(self, goal: list[float]) -> None:
+        """/<ARM>/move_jp ``goal``: the arm moves there itself (the fit probe's holds)."""
+
     def stop_watchdog(self) -> None: ...
 
     def log(self, level: int, text: str) -> None:
@@ -76,7 +82,10 @@ class ArmOwnership:
 
     def __init__(self, arm: str, law: Compensation, supervisor: CompensationSupervisor,
                  readiness: ArmReadiness, outputs: ArmOutputs, held: HeldEffort, guard: TakeoverGuard | None, *,
-                 disable_builtin: bool, has_builtin: bool) -> None:
+                 disable_builtin: bool, has_builtin: bool,
+                 probe_limits: tuple[Sequence[float], Sequence[float]] | None = None) -> None:
+        """``probe_limits``: the joints' (lower, upper) limits within which a PSM's fit check holds the arm from
+        both sides of its pose before a take-over (gc/runtime/fit_probe.py); None: at the pose alone."""
         self.arm = arm
         self.law = law
         self.supervisor = supervisor
@@ -84,6 +93,8 @@ class ArmOwnership:
         self.out = outputs
         self.held = held
         self.guard = guard
+        self.probe_limits = probe_limits if isinstance(held.fit_check, ModelFitCheck) else None
+        self._probe: BothSidesProbe | None = None  # the fit probe under way before a take-over
         self.disable_builtin = disable_builtin
         self.builtin = BuiltinCompensation()
         self.gate = TakeOverGate(arm, supervisor, self.builtin, disable_builtin=disable_builtin,
@@ -142,6 +153,14 @@ class ArmOwnership:
     def on_operating_state(self, new: OperatingStatus, settle: float) -> None:
         """The arm's operating state changed to ``new`` (it counts as ready after ``settle`` s)."""
         sup = self.supervisor
+        if self._probe is not None:
+            if self._probe_moves(new):
+                sup.interrupt()
+                return  # the probe's own move
+            if not new.ready:
+                self._probe = None  # not ready for another reason: the probe starts again at the next rest
+            elif new.ready and not self._probe.done:
+                return  # its move ended
         if new.ready:
             self._invalid_since = None  # stamp-0 samples from before are no news about the ready arm
             if sup.state == CompensationState.STOPPED and self.waiting:
@@ -195,7 +214,9 @@ class ArmOwnership:
             return sup.state == CompensationState.FADING_OUT
         if not self.readiness.ready:
             sup.interrupt()
-            self._wait_for_arm()
+            status = self.readiness.status
+            if self._probe is None or status is None or not self._probe_moves(status):
+                self._wait_for_arm()
             return False
         sup.on_sample(now, stamp)
         if sup.state == CompensationState.FADING_OUT or sup.holding:  # a late sample after a stale fade: ours
@@ -217,6 +238,7 @@ class ArmOwnership:
                 self.wait(decision.wait)
             return False
         self.ramp_from = self._take_over_from
+        self._probe = None  # the next take-over probes its own pose
         out.log(logging.INFO, self.gate.start_message(self.ramp_from is not None, again=self._started_once))
         self._started_once = True
         if self.guard is not None:
@@ -232,16 +254,70 @@ class ArmOwnership:
         reason once, no command, exit status 2)."""
         if self._refused:
             return False
+        if self.probe_limits is not None:
+            return self._fits_from_both_sides(q, now)
         decision = self.held.fit_decision(q, now, self.supervisor.period, self.names)
         if decision.warn:
             self.out.log(logging.WARNING, decision.warn)
         if decision.refuse:
-            self.out.log(logging.ERROR, f"refused: {decision.refuse} (fit_check:=false takes the arm without this "
-                                        "check)")
-            self.waiting = f"refused: {decision.refuse}"
-            self._refused = True
-            self.out.exit(2)
+            self._refuse(decision.refuse)
         return decision.fits
+
+    @staticmethod
+    def _probe_moves(status: OperatingStatus) -> bool:
+        """The arm is busy with a move (ENABLED, homed, busy): the fit probe's, while one runs."""
+        return status.state == CrtkState.ENABLED.value and status.is_homed and status.is_busy
+
+    def _fits_from_both_sides(self, q: Sequence[float], now: float) -> bool:
+        """A PSM's fit check with the probe (gc/runtime/fit_probe.py): on each sample at rest, the probe's next
+        move, then the model against the efforts the arm rested under at its pose from both sides."""
+        held, period = self.held, self.supervisor.period
+        probe = self._probe
+        effort = held.mean(now, period)
+        if probe is None:
+            if held.setpoint is None or effort is None:
+                decision = held.without_effort(now)
+                if decision.warn:
+                    self.out.log(logging.WARNING, decision.warn)
+                return decision.fits
+            assert self.probe_limits is not None
+            try:
+                probe = BothSidesProbe(held.setpoint, *self.probe_limits, names=self.names)
+            except DataError as exc:
+                self._refuse(f"the fit probe cannot hold {self.arm} from both sides here: {exc}")
+                return False
+            self._probe = probe
+            self.out.log(logging.INFO, f"{self.arm}: {probe.describe()}")
+        goal = probe.advance(now, held.setpoint if held.fresh(now, period) else None, effort)
+        if goal is not None:
+            self.out.move_jp(goal)
+            self.waiting = f"fit probe, move {probe.move} of {len(probe.goals)}"
+            self.idle_expected = True
+            return False
+        if probe.failed:
+            self._probe = None
+            self._refuse(probe.failed)
+            return False
+        if not probe.done:
+            return False
+        check = held.fit_check
+        assert isinstance(check, ModelFitCheck)
+        verdict = check.check_span(q[:self.joints], *probe.span())
+        if not verdict.fits:
+            self._refuse(verdict.reason(self.arm, self.names))
+            return False
+        if not probe.said:
+            probe.said = True
+            self.out.log(logging.INFO, f"the parameter file fits {self.arm} at its pose reached from both sides "
+                                       f"(score {verdict.score:.2f})")
+        return True
+
+    def _refuse(self, reason: str) -> None:
+        """The take-over refused: the reason once, no command, exit status 2."""
+        self.out.log(logging.ERROR, f"refused: {reason} (fit_check:=false takes the arm without this check)")
+        self.waiting = f"refused: {reason}"
+        self._refused = True
+        self.out.exit(2)
 
     def pulled_away(self, q: Sequence[float], joint: int) -> None:
         """The take-over guard tripped on ``joint``: the file pulls the arm away from where it rested. Hold it
