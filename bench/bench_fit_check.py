@@ -22,7 +22,9 @@ data cover, or off the band). Then the real arm's own file at its held-out sweep
 wrong files where they were accepted, and the take-over guard (gc/runtime/takeover_guard.py) run at every
 accepted (file, pose): what it stops. Then the same for the PSM (:func:`psm`): models identified on the
 simulated PSM1 (right) and on perturbed PSMs (wrong), each refitted to the static holds of the arm it is checked
-on, checked by ModelFitCheck at random poses of the arm as shipped and with static friction.
+on, checked at random poses of the arm as shipped and with static friction, as the node does by default (the fit
+probe, gc/runtime/fit_probe.py: the pose held from above and from below, ModelFitCheck.check_span), and at the pose
+alone (``fit_probe:=false``, ModelFitCheck.check: printed beside); the guard behind the fit probe.
 Pass: no right file refused or stopped, no wrong file left compensating. ``DVRK_IDENT_BENCH_FIT_ARMS``
 ("mtm,psm") chooses the arms.
 """
@@ -354,7 +356,7 @@ def guarded_takeover(job: tuple) -> Takeover:
     from dvrk_ident_ros.gc.runtime.takeover_guard import GUARD_LIMITS, TakeoverGuard
     from dvrk_ident_ros.sim.experiments import tip_drift
 
-    law, goal, seed, *psm = job  # a PSM's: (its model's parameters, goal, seed, sticky)
+    law, goal, seed, *psm = job  # a PSM's: (its model's parameters, goal, seed, sticky, the fit probe's goals)
     if psm:
         config = load_sim_config("psm")
         if psm[0]:
@@ -367,6 +369,10 @@ def guarded_takeover(job: tuple) -> Takeover:
         guard = TakeoverGuard(GUARD_LIMITS["MTM"])
     arm.use_gravity_compensation(not psm)
     arm.advance(arm.move_jp(goal) + SETTLE)
+    for through in psm[1] if psm else ():  # the fit probe's holds, the arm left at rest after the last
+        from dvrk_ident_ros.gc.runtime.fit_probe import PROBE_SETTLE
+
+        arm.advance(arm.move_jp(np.concatenate([through, goal[len(through):]])) + PROBE_SETTLE + 0.3)
     steps = max(1, round(1e-3 / arm.dt))
     q0 = arm.q.copy()
     q, qd, _ = arm.measured()
@@ -488,6 +494,52 @@ def psm_file(job: tuple[str, int, float, float, int]) -> tuple[str, np.ndarray, 
     return label, delta, refits
 
 
+class Probed(NamedTuple):
+    """The PSM at rest at one pose (:func:`probed_poses`): the one-sided check's evidence and the probe's."""
+
+    seed: int
+    goal: np.ndarray
+    q: np.ndarray  # at rest after the move, and its effort (the check with fit_probe:=false)
+    effort: np.ndarray
+    low: np.ndarray  # the efforts it rested under there from both sides (fit_probe), at q_probed
+    high: np.ndarray
+    q_probed: np.ndarray
+    goals: tuple  # the probe's moves
+
+
+def probed_poses(job: tuple) -> list[Probed]:
+    """(sticky, poses, seed): per pose the arm (:func:`sticky_arm` or as shipped) moved there by its PID and held
+    as :func:`holding_efforts` does, then the node's fit probe from there (sim/experiments.py run_fit_probe)."""
+    from dvrk_ident_ros.excitation.holds import joint_ranges
+    from dvrk_ident_ros.gc.runtime.fit_probe import BothSidesProbe
+    from dvrk_ident_ros.sim.experiments import run_fit_probe
+
+    is_sticky, poses, seed = job
+    config = load_sim_config("psm")
+    config = sticky_arm(config) if is_sticky else config
+    arm = SimulatedArm(config, "PSM1", seed=seed)
+    n = config.spec.arm_joints
+    lower, upper = joint_ranges(arm.checker)
+    steps = max(1, round(1.0 / (RATE * arm.dt)))
+    out = []
+    for goal in poses:
+        arm.advance(arm.move_jp(goal) + SETTLE)
+        qs, efforts = [], []
+        for _ in range(WINDOW):
+            sample = arm.sample()
+            qs.append(sample.position[:n])
+            efforts.append(sample.setpoint_effort[:n])
+            arm.advance(steps * arm.dt)
+        probe = BothSidesProbe(arm.sample().setpoint_position[:n], lower[:n], upper[:n])
+        run_fit_probe(arm, probe, rate=RATE, window=WINDOW)
+        if probe.failed:
+            raise RuntimeError(f"the fit probe failed at {goal}: {probe.failed}")
+        low, high = probe.span()
+        out.append(Probed(seed, goal, np.mean(qs, axis=0), np.mean(efforts, axis=0), np.array(low), np.array(high),
+                          arm.q[:n].copy(), tuple(probe.goals)))
+    return out
+
+
 def psm() -> bool:
     """The PSM's files: each model identified once, refitted to the holds of the arm it is checked on (as
     shipped, and with static friction), checked at that arm's poses."""
@@ -497,17 +549,18 @@ def psm() -> bool:
     count = int(os.environ.get("DVRK_IDENT_BENCH_FIT_POSES", "30"))
     config = load_sim_config("psm")
     reference = SimulatedArm(config, "PSM1", noise=False)
-    n = config.spec.arm_joints
     start = time.perf_counter()
     variants = (("as shipped", config, False), ("sticky", sticky_arm(config), True))
-    at_rest: dict[str, list] = {name: [] for name, _, _ in variants}  # per variant: (seed, goal, q, effort)
-    for seed in EVAL_SEEDS:
-        poses = random_poses(reference, count, np.random.default_rng(200 + seed), fraction=0.8)
-        for name, arm_config, _ in variants:
-            q, effort = holding_efforts(arm_config, poses, seed, arm_name="PSM1")
-            at_rest[name] += [(seed, goal, qi[:n], ei[:n]) for goal, qi, ei in zip(poses, q, effort, strict=True)]
+    held_jobs = [(is_sticky, random_poses(reference, count, np.random.default_rng(200 + seed), fraction=0.8), seed)
+                 for seed in EVAL_SEEDS for _, _, is_sticky in variants]
+    with ProcessPoolExecutor(WORKERS) as pool:
+        held = list(pool.map(probed_poses, held_jobs))
+    at_rest: dict[str, list[Probed]] = {name: [] for name, _, _ in variants}
+    for k, rests in enumerate(held):
+        at_rest[variants[k % len(variants)][0]] += rests
     print(f"  the simulated PSM1 held by its PID at {count} random poses under each of seeds {EVAL_SEEDS}, as "
-          "shipped and with static friction on joints 1-3 (Coulomb velocity 1e-4, as bench drift's sticky PSM) "
+          "shipped and with static friction on joints 1-3 (Coulomb velocity 1e-4, as bench drift's sticky PSM), "
+          "then at each the node's fit probe (gc/runtime/fit_probe.py: the pose held from above and from below) "
           f"({time.perf_counter() - start:.0f} s here)", flush=True)
     jobs = [(f"same arm, identified (recording noise seed {s})", s, 0.0, 0.0, 0) for s in PSM_SEEDS]
     for spread, shift, seeds in PSM_PERTURBATIONS:
@@ -518,10 +571,11 @@ def psm() -> bool:
         made = list(pool.map(psm_file, jobs))
     print(f"  {len(made)} PSM models identified, each refitted to the holds of both arms "
           f"({time.perf_counter() - start:.0f} s here, {WORKERS} processes)")
-    print(f"  {'file':<72} {'right':>5} {'median':>7} {'min':>6} {'max':>6} refused")
-    right_refused = right_pairs = wrong_accepted = wrong_pairs = 0
+    print(f"  {'file':<72} {'right':>5} score median, min, max, refused: fit probe (the default); at the pose alone "
+          "(fit_probe:=false)")
+    right_refused = right_pairs = wrong_accepted = wrong_pairs = alone_right = alone_wrong = 0
     limit = np.array(config.spec.compensation_torque_limit, dtype=float)
-    checked = []  # (kind, delta, hold residual, variant, accepted pairs)
+    checked = []  # (kind, delta, sticky, accepted rests)
     for (label, identified, refits), job in zip(made, jobs, strict=True):
         same_arm = job[2] == 0.0
         for (variant, _, sticky), (refitted, residual) in zip(variants, refits, strict=True):
@@ -530,25 +584,30 @@ def psm() -> bool:
                     (refitted, "right" if same_arm else "wrong", residual, f"{label}, refitted ({variant})")):
                 if delta is identified and sticky:
                     continue  # the unrefitted model once per variant is enough: checked on the shipped arm only
-                law = ModelCompensation(config.model, delta, limit, source, holds)
-                check = ModelFitCheck(law)
-                scores = np.array([check.check(q, e).score for _, _, q, e in at_rest[variant]])
-                refused = int(np.sum(scores > 1.0))
+                check = ModelFitCheck(ModelCompensation(config.model, delta, limit, source, holds))
+                rests = at_rest[variant]
+                scores = np.array([check.check_span(r.q_probed, r.low, r.high).score for r in rests])
+                alone = np.array([check.check(r.q, r.effort).score for r in rests])
+                refused, refused_alone = int(np.sum(scores > 1.0)), int(np.sum(alone > 1.0))
                 if kind == "right":
                     right_refused, right_pairs = right_refused + refused, right_pairs + len(scores)
+                    alone_right += refused_alone
                 elif kind == "wrong":
                     wrong_accepted, wrong_pairs = wrong_accepted + len(scores) - refused, wrong_pairs + len(scores)
+                    alone_wrong += len(alone) - refused_alone
                 shown = {"right": "yes", "wrong": "no", "unrefitted": "(1)"}[kind]
-                print(f"  {source:<72} {shown:>5} {np.median(scores):7.2f} {scores.min():6.2f} "
-                      f"{scores.max():6.2f} {refused:3d}/{len(scores)}", flush=True)
-                accepted = [at_rest[variant][k] for k in np.flatnonzero(scores <= 1.0)]
-                checked.append((kind, delta, holds, sticky, accepted))
+                print(f"  {source:<72} {shown:>5} {np.median(scores):6.2f} {scores.min():6.2f} {scores.max():6.2f} "
+                      f"{refused:3d}/{len(scores)}; {np.median(alone):6.2f} {alone.min():6.2f} {alone.max():6.2f} "
+                      f"{refused_alone:3d}/{len(alone)}", flush=True)
+                checked.append((kind, delta, sticky, [rests[k] for k in np.flatnonzero(scores <= 1.0)]))
     print("  (1) the same arm's identified model before its gravity refit: not the file a lab compensates a PSM "
           "with (`dvrk-ident gc refit` first), counted neither right nor wrong")
+    print(f"  the check at the pose alone (fit_probe:=false): right files refused {alone_right}/{right_pairs}, wrong "
+          f"files accepted {alone_wrong}/{wrong_pairs}")
     guard_jobs, guard_kind = [], []
-    for kind, delta, _, sticky, accepted in checked:
-        for seed, goal, _, _ in accepted:
-            guard_jobs.append((delta, goal, seed, sticky))
+    for kind, delta, sticky, accepted in checked:
+        for r in accepted:
+            guard_jobs.append((delta, r.goal, r.seed, sticky, r.goals))
             guard_kind.append(kind)
     start = time.perf_counter()
     with ProcessPoolExecutor(WORKERS) as pool:
@@ -556,9 +615,9 @@ def psm() -> bool:
     kinds = np.array(guard_kind)
     trips = np.array([t.tripped for t in results], dtype=bool)
     drift = np.array([t.drift for t in results])
-    moved = np.array([t.moved for t in results])
-    print(f"  take-over guard where the check accepted ({time.perf_counter() - start:.0f} s here), tip drift over "
-          "its window, and each joint's largest displacement (rad; insertion mm) of those left compensating:")
+    moved = np.array([t.moved for t in results]).reshape(len(results), -1)
+    print(f"  take-over guard where the fit probe accepted ({time.perf_counter() - start:.0f} s here), tip drift "
+          "over its window, and each joint's largest displacement (rad; insertion mm) of those left compensating:")
     for kind in ("right", "unrefitted", "wrong"):
         mine = kinds == kind
         if mine.any():
