@@ -61,6 +61,7 @@ class BothSidesProbe:
                 raise DataError(f"{name} at {p[j]:+.4f} is within {offset[j]:.4f} of its limit "
                                 f"({low[j]:+.4f}..{high[j]:+.4f}): too near it to be held from both sides; "
                                 "move the arm away from the limit")
+        self.joints = min(joints, len(p))
         self.settle = float(settle)
         self.timeout = float(timeout)
         self.offset = offset
@@ -125,7 +126,7 @@ class BothSidesProbe:
 
     def describe(self) -> str:
         """For the log: what the probe does."""
-        moved = ", ".join(f"{x:.4f}" for x in self.offset[:PROBE_JOINTS])
+        moved = ", ".join(f"{x:.4f}" for x in self.offset[:self.joints])
         return (f"holding the arm at its pose reached from both sides before the take-over (fit_probe): "
-                f"{len(self.goals)} move_jp of {moved} (rad; m for the insertion) on joints 1-{PROBE_JOINTS}, "
+                f"{len(self.goals)} move_jp of {moved} (rad; m for the insertion) on joints 1-{self.joints}, "
                 f"{self.settle:g} s at rest after each")

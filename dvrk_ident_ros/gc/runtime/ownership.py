@@ -1,11 +1,11 @@
 """Who has the arm: the compensation taking it over, yielding it, stopping, handing it back (ROS-free).
 
 The gravity-compensation node's decisions off its control path, on the events it receives: a valid sample
-while it does not command (:meth:`ArmOwnership.may_start`: the take-over's checks of gc/runtime/takeover.py, the fit
-check before it and the guard after it), a sample with stamp 0 (:meth:`~ArmOwnership.on_invalid`), the
-arm's operating state (:meth:`~ArmOwnership.on_operating_state`), a reading of the dVRK's own compensation
-(:meth:`~ArmOwnership.on_reading`: someone else turned it on, the node yields), an outage
-(:meth:`~ArmOwnership.hand_over_after_outage`) and the exit. What it does goes out through
+while it does not command (:meth:`ArmOwnership.may_start`: the take-over's checks of gc/runtime/takeover.py, the
+fit check before it, a PSM's with its probe from both sides of the pose, and the guard after it), a sample with
+stamp 0 (:meth:`~ArmOwnership.on_invalid`), the arm's operating state (:meth:`~ArmOwnership.on_operating_state`),
+a reading of the dVRK's own compensation (:meth:`~ArmOwnership.on_reading`: someone else turned it on, the node
+yields), an outage (:meth:`~ArmOwnership.hand_over_after_outage`) and the exit. What it does goes out through
 :class:`ArmOutputs` (the node's publishers and log); what it knows of the arm's readiness comes from
 :class:`ArmReadiness` (the node's operating-state monitor). Rules, state by state: docs/nodes.md
 ("How gravity_compensation runs").
