@@ -177,6 +177,18 @@ def test_a_file_that_does_not_fit_is_refused_before_anything_is_sent(tmp_path, m
     assert run.own.waiting.startswith("refused: ") and "fit_check:=false" in run.out.said(logging.ERROR)
 
 
+def test_a_fade_after_a_late_state_ends_the_guards_watch(tmp_path, monkeypatch):
+    """The watchdog begins a fade between samples: the arm's motion from then on is the outage's, and the samples
+    after it (ramping in again) must not blame the file for it."""
+    run = _Run(tmp_path, monkeypatch, guard=True)
+    run.take_over()
+    assert run.own.guard is not None and run.own.guard.watching
+    run.own.fading()
+    assert not run.own.guard.watching
+    fallen = [POSE[0], POSE[1] + 0.3, *POSE[2:]]
+    assert run.own.guard.check(fallen, run.t + 0.5) == -1
+
+
 def test_the_guard_holds_the_arm_before_the_flag_goes_back_and_exits_2(tmp_path, monkeypatch):
     run = _Run(tmp_path, monkeypatch, guard=True)
     run.take_over()

@@ -307,6 +307,7 @@ class GravityCompensationNode(Node):
         was = sup.state
         tick = sup.tick(now)
         if was != CompensationState.FADING_OUT and sup.state == CompensationState.FADING_OUT:
+            self.own.fading()
             self._log_stale(now)
         if tick.command:
             self._publish_fade()

@@ -319,6 +319,13 @@ class ArmOwnership:
         self._refused = True
         self.out.exit(2)
 
+    def fading(self) -> None:
+        """The state came late and the fade began (the watchdog's, between samples): what the arm does from now
+        on is not the file's alone, so the take-over guard stops watching (the samples after the outage would
+        otherwise blame the file for the fall the fade let happen)."""
+        if self.guard is not None:
+            self.guard.stop()
+
     def pulled_away(self, q: Sequence[float], joint: int) -> None:
         """The take-over guard tripped on ``joint``: the file pulls the arm away from where it rested. Hold it
         there (the arm's own PID), the flag back as found, the reason, exit status 2."""
