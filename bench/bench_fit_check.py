@@ -112,20 +112,22 @@ def holding_efforts(config: SimConfig, poses: np.ndarray, seed: int,
                     arm_name: str = "MTML") -> tuple[np.ndarray, np.ndarray]:
     """Per pose: the arm's mean position and commanded effort at rest (its PID and its own compensation)."""
     arm = SimulatedArm(config, arm_name, seed=seed)
+    rests = [rest_at(arm, goal) for goal in poses]
+    return np.array([q for q, _ in rests]), np.array([e for _, e in rests])
+
+
+def rest_at(arm: SimulatedArm, goal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The arm moved to ``goal`` by its PID, settled SETTLE s, then its mean position and commanded effort over
+    WINDOW samples at RATE (the node's window on setpoint_js)."""
     steps = max(1, round(1.0 / (RATE * arm.dt)))
-    q_mean, effort_mean = [], []
-    for goal in poses:
-        duration = arm.move_jp(goal)
-        arm.advance(duration + SETTLE)
-        qs, efforts = [], []
-        for _ in range(WINDOW):
-            sample = arm.sample()
-            qs.append(sample.position)
-            efforts.append(sample.setpoint_effort)
-            arm.advance(steps * arm.dt)
-        q_mean.append(np.mean(qs, axis=0))
-        effort_mean.append(np.mean(efforts, axis=0))
-    return np.array(q_mean), np.array(effort_mean)
+    arm.advance(arm.move_jp(goal) + SETTLE)
+    qs, efforts = [], []
+    for _ in range(WINDOW):
+        sample = arm.sample()
+        qs.append(sample.position)
+        efforts.append(sample.setpoint_effort)
+        arm.advance(steps * arm.dt)
+    return np.mean(qs, axis=0), np.mean(efforts, axis=0)
 
 
 def run() -> bool:
@@ -352,6 +354,7 @@ def guarded_takeover(job: tuple) -> Takeover:
     """The take-over at one pose as the node does it, ROS-free: the arm brought there by its PID (its own
     compensation on) and settled 1 s, then the law alone at 1 kHz (servo_jf from each state sample) for the
     take-over guard's window."""
+    from dvrk_ident_ros.gc.runtime.fit_probe import PROBE_SETTLE
     from dvrk_ident_ros.gc.runtime.model_law import ModelCompensation
     from dvrk_ident_ros.gc.runtime.takeover_guard import GUARD_LIMITS, TakeoverGuard
     from dvrk_ident_ros.sim.experiments import tip_drift
@@ -370,8 +373,6 @@ def guarded_takeover(job: tuple) -> Takeover:
     arm.use_gravity_compensation(not psm)
     arm.advance(arm.move_jp(goal) + SETTLE)
     for through in psm[1] if psm else ():  # the fit probe's holds, the arm left at rest after the last
-        from dvrk_ident_ros.gc.runtime.fit_probe import PROBE_SETTLE
-
         arm.advance(arm.move_jp(np.concatenate([through, goal[len(through):]])) + PROBE_SETTLE + 0.3)
     steps = max(1, round(1e-3 / arm.dt))
     q0 = arm.q.copy()
@@ -520,23 +521,16 @@ def probed_poses(job: tuple) -> list[Probed]:
     arm = SimulatedArm(config, "PSM1", seed=seed)
     n = config.spec.arm_joints
     lower, upper = joint_ranges(arm.checker)
-    steps = max(1, round(1.0 / (RATE * arm.dt)))
     out = []
     for goal in poses:
-        arm.advance(arm.move_jp(goal) + SETTLE)
-        qs, efforts = [], []
-        for _ in range(WINDOW):
-            sample = arm.sample()
-            qs.append(sample.position[:n])
-            efforts.append(sample.setpoint_effort[:n])
-            arm.advance(steps * arm.dt)
+        q, effort = rest_at(arm, goal)
         probe = BothSidesProbe(arm.sample().setpoint_position[:n], lower[:n], upper[:n])
         run_fit_probe(arm, probe, rate=RATE, window=WINDOW)
         if probe.failed:
             raise RuntimeError(f"the fit probe failed at {goal}: {probe.failed}")
         low, high = probe.span()
-        out.append(Probed(seed, goal, np.mean(qs, axis=0), np.mean(efforts, axis=0), np.array(low), np.array(high),
-                          arm.q[:n].copy(), tuple(probe.goals)))
+        out.append(Probed(seed, goal, q[:n], effort[:n], np.array(low), np.array(high), arm.q[:n].copy(),
+                          tuple(probe.goals)))
     return out
 
 

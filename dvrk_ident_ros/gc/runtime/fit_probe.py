@@ -22,6 +22,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from dvrk_ident_ros.errors import DataError
+from dvrk_ident_ros.excitation.holds import both_sides
 
 #: of each probed joint's range: how far above and below its pose the probe takes a joint
 PROBE_FRACTION = 0.005
@@ -54,7 +55,7 @@ class BothSidesProbe:
             raise DataError(f"fit probe: a pose of {len(p)} finite positions and as many limits expected")
         offset = np.zeros(len(p))
         offset[:joints] = fraction * (high - low)[:joints]
-        self.goals = [p + offset, p.copy(), p - offset, p.copy()]
+        self.goals = list(both_sides(p[None], offset))
         for j in range(min(joints, len(p))):
             if p[j] + offset[j] > high[j] or p[j] - offset[j] < low[j]:
                 name = names[j] if j < len(names) else f"joint {j + 1}"

@@ -159,7 +159,7 @@ class ArmOwnership:
                 return  # the probe's own move
             if not new.ready:
                 self._probe = None  # not ready for another reason: the probe starts again at the next rest
-            elif new.ready and not self._probe.done:
+            elif not self._probe.done:
                 return  # its move ended
         if new.ready:
             self._invalid_since = None  # stamp-0 samples from before are no news about the ready arm
