@@ -115,3 +115,13 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(only)
         elif "slow" in item.keywords or ("ros" in item.keywords and module not in _INSTALLATION_CHECKS):
             item.add_marker(skip)
+
+
+@pytest.fixture(scope="module")
+def psm_compensation():
+    """The simulated PSM1's own identified-model compensation (its true parameters' file), ROS-free."""
+    from dvrk_ident_ros.arm.registry import arm_spec
+    from dvrk_ident_ros.gc.runtime.model_law import load_model_compensation
+    from dvrk_ident_ros.sim.config import load_sim_config
+
+    return load_model_compensation(load_sim_config("psm").parameter_file, arm_spec("PSM1"))

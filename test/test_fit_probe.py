@@ -23,15 +23,6 @@ UPPER = np.array([1.0, 0.8, 0.24, 2.0, 1.5, 1.5])
 POSE = [0.1, -0.2, 0.12, 0.3, 0.0, 0.1]
 
 
-@pytest.fixture(scope="module")
-def psm_compensation():
-    from dvrk_ident_ros.arm.registry import arm_spec
-    from dvrk_ident_ros.gc.runtime.model_law import load_model_compensation
-    from dvrk_ident_ros.sim.config import load_sim_config
-
-    return load_model_compensation(load_sim_config("psm").parameter_file, arm_spec("PSM1"))
-
-
 def test_the_probe_holds_the_pose_from_above_then_from_below_on_the_joints_that_carry_weight():
     probe = BothSidesProbe(POSE, LOWER, UPPER)
     d = np.zeros(6)

@@ -119,15 +119,6 @@ def test_the_guard_starts_again_at_every_take_over_and_refuses_bad_limits():
 
 
 # -- an identified model's check (the PSM's) ---------------------------------------------------------------
-@pytest.fixture(scope="module")
-def psm_compensation():
-    from dvrk_ident_ros.arm.registry import arm_spec
-    from dvrk_ident_ros.gc.runtime.model_law import load_model_compensation
-    from dvrk_ident_ros.sim.config import load_sim_config
-
-    return load_model_compensation(load_sim_config("psm").parameter_file, arm_spec("PSM1"))
-
-
 def test_a_models_band_is_its_torque_plus_or_minus_each_joints_static_friction(psm_compensation):
     """Checked against the model's own torque and its Fc<j> + |Fo<j>| read independently of the check."""
     from dvrk_ident_ros.gc.runtime.fit_check import PSM_TOLERANCE, ModelFitCheck, fit_check_for

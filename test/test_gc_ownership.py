@@ -209,15 +209,6 @@ BUSY = OperatingStatus(state="ENABLED", is_homed=True, is_busy=True)
 MOVE_TIME = 0.2
 
 
-@pytest.fixture(scope="module")
-def psm_compensation():
-    from dvrk_ident_ros.arm.registry import arm_spec
-    from dvrk_ident_ros.gc.runtime.model_law import load_model_compensation
-    from dvrk_ident_ros.sim.config import load_sim_config
-
-    return load_model_compensation(load_sim_config("psm").parameter_file, arm_spec("PSM1"))
-
-
 class _PsmRun:
     """A Classic PSM (no compensation of its own) whose move_jp takes MOVE_TIME busy; at rest its effort is the
     model's torque plus ``offset`` plus or minus ``friction`` by the side it came from (the PID, no integral)."""

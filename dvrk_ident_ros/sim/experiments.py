@@ -35,6 +35,7 @@ from dvrk_ident_ros.excitation import holds
 from dvrk_ident_ros.excitation.playback import GridPlayback
 from dvrk_ident_ros.gc.fitting.data import PoseData, robust_mean
 from dvrk_ident_ros.gc.model.travel import DEFAULT_TRAVEL, Recording
+from dvrk_ident_ros.gc.runtime.fit_probe import BothSidesProbe
 from dvrk_ident_ros.sim.arm import SimulatedArm
 
 
@@ -254,7 +255,8 @@ def _enable_and_home(arm: SimulatedArm, timeout: float = 60.0) -> None:
         raise DvrkIdentError(f"the simulated arm did not home again after a fault: {arm.not_ready_reason('arm')}")
 
 
-def run_fit_probe(arm: SimulatedArm, probe, rate: float = 100.0, window: int = 20, limit: float = 120.0) -> float:
+def run_fit_probe(arm: SimulatedArm, probe: BothSidesProbe, rate: float = 100.0, window: int = 20,
+                  limit: float = 120.0) -> float:
     """A fit probe's holds (gc/runtime/fit_probe.py BothSidesProbe) on the simulated arm as the gravity
     compensation node runs them: at ``rate`` while the arm is ready and not busy, its setpoint and the mean of
     its last ``window`` commanded efforts, each goal sent by move_jp; until the probe is done or has failed
